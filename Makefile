@@ -1,0 +1,38 @@
+# dshfs — thin targets; everything real lives in Go code and .ci/run.
+GO          ?= go
+STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
+STATICCHECK_VERSION := v0.8.2
+PKGS        := ./...
+FUZZTIME    ?= 30s
+BENCHTIME   ?= 1s
+
+.PHONY: all build test lint fuzz bench stress tools
+
+all: build test lint
+
+build:
+	$(GO) build -o bin/dshfs ./cmd/dshfs
+
+# The test command of the README and of CI: race detector on, every package.
+test:
+	$(GO) test -race -count=1 $(PKGS)
+
+tools:
+	test -x $(STATICCHECK) || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+lint: tools
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet $(PKGS)
+	$(STATICCHECK) $(PKGS)
+
+# Run each fuzz target for FUZZTIME; crashers land in testdata/fuzz as regression cases.
+fuzz:
+	$(GO) test ./versionstore -run '^$$' -fuzz '^FuzzApplyLiteralEdit$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./toolapi -run '^$$' -fuzz '^FuzzWindow$$' -fuzztime $(FUZZTIME)
+
+# Benchmarks: compare against baselines measured in the same run (see BENCHMARKS.md).
+bench:
+	$(GO) test ./versionstore ./toolapi -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME)
+
+stress:
+	$(GO) test -race -count=1 -run 'Concurrent' -stress ./versionstore ./toolapi

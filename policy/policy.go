@@ -1,0 +1,162 @@
+// Package policy owns what each actor has observed of the workspace, and the
+// read-before-write decisions made from it: a write replaces only the version
+// its actor last saw (or creates a file the actor never saw), and an edit
+// requires a prior observation. It ports the reference's observation policy,
+// except that observations are persisted in the index's bbolt file, keyed by
+// the actor string, so they survive reconnects and restarts.
+//
+// The policy decides; it never reads or writes files. Freshness is enforced
+// by versionstore's compare-and-swap, not here.
+package policy
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/dshfs/dshfs/versionstore"
+	bolt "go.etcd.io/bbolt"
+)
+
+// bucketObservations maps actor 0x00 key → observation. An actor string
+// never contains NUL (Observe refuses it), so the prefix scan is exact.
+var bucketObservations = []byte("observations")
+
+// absentMark is the stored form of an absent observation; a present one is
+// the 32 version bytes.
+var absentMark = []byte{0}
+
+// Observation is what an actor last saw of a path.
+type Observation struct {
+	Present bool
+	Version versionstore.Version // for a present observation
+}
+
+// Absent is the observation of a missing file.
+var Absent = Observation{}
+
+// Present is the observation of a file at version v.
+func Present(v versionstore.Version) Observation { return Observation{Present: true, Version: v} }
+
+// Policy is the persistent observed state of every actor.
+type Policy struct {
+	db *bolt.DB
+}
+
+// New returns the policy stored in db, creating its bucket if needed.
+func New(db *bolt.DB) (*Policy, error) {
+	err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketObservations)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open observations: %w", err)
+	}
+	return &Policy{db: db}, nil
+}
+
+func obsKey(actor, key string) []byte {
+	k := make([]byte, 0, len(actor)+1+len(key))
+	k = append(append(append(k, actor...), 0), key...)
+	return k
+}
+
+// Observe records that actor saw key in state o. An empty actor is the
+// reference's "no owner": nothing is recorded.
+func (p *Policy) Observe(actor, key string, o Observation) error {
+	if actor == "" {
+		return nil
+	}
+	if bytes.IndexByte([]byte(actor), 0) >= 0 {
+		return fmt.Errorf("record observation: actor contains a NUL byte")
+	}
+	val := absentMark
+	if o.Present {
+		val = o.Version[:]
+	}
+	return p.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketObservations).Put(obsKey(actor, key), val)
+	})
+}
+
+// Lookup returns actor's observation of key, and whether there is one.
+func (p *Policy) Lookup(actor, key string) (Observation, bool, error) {
+	var o Observation
+	var found bool
+	if actor == "" {
+		return o, false, nil
+	}
+	err := p.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketObservations).Get(obsKey(actor, key))
+		switch {
+		case v == nil:
+		case len(v) == len(o.Version):
+			found, o.Present = true, true
+			copy(o.Version[:], v)
+		case bytes.Equal(v, absentMark):
+			found = true
+		default:
+			return fmt.Errorf("decode observation of %q by %q", key, actor)
+		}
+		return nil
+	})
+	return o, found, err
+}
+
+// WriteIntent is the guard for actor writing key: replace only the observed
+// version if the actor saw the file, otherwise create only. It never fails
+// for policy reasons.
+func (p *Policy) WriteIntent(actor, key string) (versionstore.Intent, error) {
+	o, found, err := p.Lookup(actor, key)
+	if err != nil {
+		return versionstore.Intent{}, err
+	}
+	if found && o.Present {
+		return versionstore.Intent{Kind: versionstore.IntentReplaceIfVersion, Version: o.Version}, nil
+	}
+	return versionstore.Intent{Kind: versionstore.IntentCreateIfAbsent}, nil
+}
+
+// EditIntent is the version actor may edit key at: FS_NOT_OBSERVED if the
+// actor never saw it (or there is no actor), FS_NOT_FOUND if it last saw it
+// absent. display is the path shown in messages.
+func (p *Policy) EditIntent(actor, key, display string) (versionstore.Version, error) {
+	o, found, err := p.Lookup(actor, key)
+	switch {
+	case err != nil:
+		return versionstore.Version{}, err
+	case !found:
+		return versionstore.Version{}, &versionstore.Error{Code: versionstore.CodeNotObserved, Message: `edit requires reading "` + display + `" first`}
+	case !o.Present:
+		return versionstore.Version{}, &versionstore.Error{Code: versionstore.CodeNotFound, Message: `cannot edit "` + display + `": not found`}
+	}
+	return o.Version, nil
+}
+
+// Forget drops every observation of actor.
+func (p *Policy) Forget(actor string) error {
+	prefix := append([]byte(actor), 0)
+	return p.db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketObservations).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Actors lists the actors with at least one observation.
+func (p *Policy) Actors() ([]string, error) {
+	var out []string
+	err := p.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketObservations).ForEach(func(k, _ []byte) error {
+			a, _, _ := bytes.Cut(k, []byte{0})
+			if len(out) == 0 || out[len(out)-1] != string(a) {
+				out = append(out, string(a))
+			}
+			return nil
+		})
+	})
+	return out, err
+}

@@ -1,0 +1,135 @@
+package versionstore
+
+import (
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// requireRoot skips a test that needs root (mounts, dropping privileges)
+// outside CI; in CI, where tests run as root, a skip would hide a failure.
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("this test needs root, and CI runs as root")
+	}
+	t.Skip("needs root")
+}
+
+// mountTmpfs mounts a tmpfs of size bytes on a new directory and unmounts it
+// at cleanup, even if the test fails.
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	requireRoot(t)
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size+",mode=0755"); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount tmpfs: %v", err)
+		}
+	})
+	return dir
+}
+
+// A full disk fails the write or edit with FS_IO_ERROR and a plain reason;
+// the original bytes and version stay, and no temp file is left.
+func TestFullDisk(t *testing.T) {
+	ts := openTestStoreAt(t, mountTmpfs(t, "64k"))
+	ts.put("f.txt", "original\n")
+	v := ts.version("f.txt")
+	big := strings.Repeat("x", 1<<20)
+
+	_, err := ts.write("f.txt", big, replaceAt(v))
+	wantErr(t, err, CodeIOError, `cannot write "/ws/f.txt": no space left on device`)
+	_, err = ts.edit("f.txt", Edit{Old: "original", New: big}, &v)
+	wantErr(t, err, CodeIOError, `cannot edit "/ws/f.txt": no space left on device`)
+	_, err = ts.write("new.txt", big, createOnly)
+	wantErr(t, err, CodeIOError, `cannot write "/ws/new.txt": no space left on device`)
+
+	if ts.get("f.txt") != "original\n" || ts.version("f.txt") != v {
+		t.Fatal("original changed")
+	}
+	if _, err := os.Stat(ts.path("new.txt")); !os.IsNotExist(err) {
+		t.Fatal("a failed create left a file")
+	}
+	noTemps(t, ts.dir)
+	// Space is back once the failed attempts are cleaned up.
+	if _, err := ts.write("f.txt", "fits", replaceAt(v)); err != nil {
+		t.Fatalf("small write after the failures: %v", err)
+	}
+}
+
+// A read-only mount gives EROFS: FS_IO_ERROR with the errno's text.
+func TestReadOnlyFilesystem(t *testing.T) {
+	dir := mountTmpfs(t, "1m")
+	must(t, os.WriteFile(dir+"/f.txt", []byte("original"), 0o644))
+	must(t, syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""))
+	ts := openTestStoreAt(t, dir)
+	v := ts.version("f.txt")
+	_, err := ts.write("f.txt", "new", replaceAt(v))
+	wantErr(t, err, CodeIOError, `cannot write "/ws/f.txt": read-only file system`)
+	_, err = ts.edit("f.txt", Edit{Old: "original", New: "new"}, &v)
+	wantErr(t, err, CodeIOError, `cannot edit "/ws/f.txt": read-only file system`)
+	if ts.get("f.txt") != "original" {
+		t.Fatal("original changed")
+	}
+}
+
+// A directory the caller may not write into gives FS_PERMISSION_DENIED. As
+// root the test drops to an unprivileged filesystem uid on one thread, which
+// also drops the capabilities that bypass permission bits.
+func TestReadOnlyDirectory(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("ro/f.txt", "original")
+	v := ts.version("ro/f.txt")
+	must(t, os.Chmod(ts.dir, 0o755))
+	must(t, os.Chmod(ts.path("ro"), 0o555))
+	t.Cleanup(func() { os.Chmod(ts.path("ro"), 0o755) })
+
+	var werr, eerr error
+	asNobody(t, func() {
+		_, werr = ts.write("ro/f.txt", "new", replaceAt(v))
+		_, eerr = ts.edit("ro/f.txt", Edit{Old: "original", New: "new"}, &v)
+	})
+	wantErr(t, werr, CodePermissionDenied, `cannot write "/ws/ro/f.txt": permission denied`)
+	wantErr(t, eerr, CodePermissionDenied, `cannot edit "/ws/ro/f.txt": permission denied`)
+	if ts.get("ro/f.txt") != "original" || ts.version("ro/f.txt") != v {
+		t.Fatal("original changed")
+	}
+	noTemps(t, ts.dir)
+}
+
+// asNobody runs fn with filesystem uid and gid 65534 when running as root
+// (directly otherwise). The thread is locked and never returned to the
+// scheduler, so no other goroutine can inherit the identity.
+func asNobody(t *testing.T, fn func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		fn()
+		return
+	}
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread() // not unlocked: the thread exits with the goroutine
+		if err := syscall.Setfsgid(65534); err != nil {
+			done <- err
+			return
+		}
+		if err := syscall.Setfsuid(65534); err != nil {
+			done <- err
+			return
+		}
+		fn()
+		done <- nil
+	}()
+	if err := <-done; err != nil {
+		t.Fatalf("drop privileges: %v", err)
+	}
+}

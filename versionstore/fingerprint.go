@@ -1,0 +1,35 @@
+package versionstore
+
+import (
+	"io/fs"
+	"time"
+)
+
+// fingerprint is what a stat says about a file's identity and last change.
+// Equal fingerprints on a non-racy entry mean the bytes were not touched;
+// anything else means "rehash".
+type fingerprint struct {
+	Ino     uint64 `json:"ino"`
+	Size    int64  `json:"size"`
+	MtimeNs int64  `json:"mtime_ns"`
+	CtimeNs int64  `json:"ctime_ns"`
+}
+
+// racyWindow is how close to the moment of recording a timestamp may be
+// before the fingerprint stops proving anything: a write landing in the same
+// timestamp tick as the stat would leave mtime and ctime unchanged. Git uses
+// the same idea ("racy git"). Two seconds covers the coarsest timestamps of
+// the filesystems dshfs may sit on (FAT, HFS+ and some network filesystems).
+const racyWindow = 2 * time.Second
+
+func fingerprintOf(fi fs.FileInfo) fingerprint {
+	ino, ctime := inodeAndCtime(fi)
+	return fingerprint{Ino: ino, Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(), CtimeNs: ctime}
+}
+
+// racy reports whether fp, taken at recordedNs, is too close to its own
+// timestamps to vouch for the content.
+func (fp fingerprint) racy(recordedNs int64) bool {
+	limit := recordedNs - int64(racyWindow)
+	return fp.MtimeNs >= limit || fp.CtimeNs >= limit
+}

@@ -1,0 +1,149 @@
+package versionstore
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// testStore is a Store over a fresh workspace, with its index outside it.
+type testStore struct {
+	*Store
+	t     *testing.T
+	dir   string // the workspace (backing directory)
+	index string
+}
+
+// openTestStore opens a store in t.TempDir() and, at cleanup, closes it and
+// checks the bbolt file's consistency and that no lock is left held.
+func openTestStore(t *testing.T, opts ...func(*Options)) *testStore {
+	t.Helper()
+	return openTestStoreAt(t, t.TempDir(), opts...)
+}
+
+// openTestStoreAt is openTestStore over an existing workspace directory.
+func openTestStoreAt(t *testing.T, dir string, opts ...func(*Options)) *testStore {
+	t.Helper()
+	ts := &testStore{t: t, dir: dir, index: filepath.Join(t.TempDir(), "state", "index.db")}
+	ts.open(opts...)
+	t.Cleanup(func() {
+		if n := ts.locks.Len(); n != 0 {
+			t.Errorf("%d per-file locks still held", n)
+		}
+		ts.Close()
+		checkIndex(t, ts.index)
+	})
+	return ts
+}
+
+func (ts *testStore) open(opts ...func(*Options)) {
+	ts.t.Helper()
+	var o Options
+	for _, f := range opts {
+		f(&o)
+	}
+	s, err := Open(ts.dir, ts.index, o)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	ts.Store = s
+}
+
+// reopen closes the store and opens it again on the same files.
+func (ts *testStore) reopen() {
+	ts.t.Helper()
+	if err := ts.Close(); err != nil {
+		ts.t.Fatal(err)
+	}
+	ts.open()
+}
+
+func checkIndex(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Errorf("reopen index for check: %v", err)
+		return
+	}
+	defer db.Close()
+	db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			t.Errorf("index check: %v", err)
+		}
+		return nil
+	})
+}
+
+func (ts *testStore) path(rel string) string { return filepath.Join(ts.dir, filepath.FromSlash(rel)) }
+
+func (ts *testStore) put(rel, content string) {
+	ts.t.Helper()
+	p := ts.path(rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		ts.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		ts.t.Fatal(err)
+	}
+}
+
+func (ts *testStore) get(rel string) string {
+	ts.t.Helper()
+	b, err := os.ReadFile(ts.path(rel))
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func (ts *testStore) target(rel string) Target {
+	ts.t.Helper()
+	tg, err := ts.Resolve(rel, "/ws/"+rel, "read")
+	if err != nil {
+		ts.t.Fatalf("resolve %q: %v", rel, err)
+	}
+	return tg
+}
+
+// readAll reads rel through the store and returns its text and version.
+func (ts *testStore) readAll(rel string) (string, Version, error) {
+	var b strings.Builder
+	v, err := ts.ReadText(ts.target(rel), func(s string) { b.WriteString(s) })
+	return b.String(), v, err
+}
+
+func (ts *testStore) version(rel string) Version {
+	ts.t.Helper()
+	_, v, err := ts.readAll(rel)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	return v
+}
+
+// wantErr checks err's code and exact message.
+func wantErr(t *testing.T, err error, code Code, msg string) {
+	t.Helper()
+	var fe *Error
+	if !errors.As(err, &fe) {
+		t.Fatalf("error = %v (%T), want %s %q", err, err, code, msg)
+	}
+	if fe.Code != code || (msg != "" && fe.Message != msg) {
+		t.Fatalf("error = %s %q, want %s %q", fe.Code, fe.Message, code, msg)
+	}
+}
+
+// noTemps fails if any dshfs temp file is left in dir or below.
+func noTemps(t *testing.T, dir string) {
+	t.Helper()
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".dshfs-") {
+			t.Errorf("temp file left behind: %s", p)
+		}
+		return nil
+	})
+}

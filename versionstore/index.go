@@ -1,0 +1,154 @@
+package versionstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The index layout: every bucket name and key encoding lives in this file.
+//
+//	meta     "schema" → schemaVersion; "clean" → present while the store is closed cleanly
+//	files    <rel path> → record (JSON)
+//	history  <rel path> 0x00 <seq uint64 BE> → HistoryEntry (JSON)
+//
+// Other packages may keep their own buckets in the same file (the policy keeps
+// observations there) but never touch these.
+var (
+	bucketMeta    = []byte("meta")
+	bucketFiles   = []byte("files")
+	bucketHistory = []byte("history")
+
+	keySchema = []byte("schema")
+	keyClean  = []byte("clean")
+)
+
+const schemaVersion = "1"
+
+// record is the index entry of one path.
+type record struct {
+	Version  Version     `json:"version"` // zero: the path is known to be absent (a tombstone)
+	FP       fingerprint `json:"fp"`
+	Recorded int64       `json:"recorded_ns"` // wall clock when FP was taken, for the racy rule
+	Dirty    bool        `json:"dirty,omitempty"`
+	// HistFirst and HistNext bound the live history sequence numbers [first, next).
+	HistFirst uint64 `json:"hist_first"`
+	HistNext  uint64 `json:"hist_next"`
+}
+
+// WriterKind says who produced a version.
+type WriterKind string
+
+// The writer kinds of the design contract.
+const (
+	WriterTool     WriterKind = "tool"
+	WriterMount    WriterKind = "mount"
+	WriterExternal WriterKind = "external"
+)
+
+// Writer identifies who wrote a version: a tool actor, a process writing
+// through the mount, or someone writing into the backing directory directly.
+type Writer struct {
+	Kind  WriterKind `json:"kind"`
+	Actor string     `json:"actor,omitempty"`
+	Pid   uint32     `json:"pid,omitempty"`
+	Uid   uint32     `json:"uid,omitempty"`
+	Comm  string     `json:"comm,omitempty"`
+}
+
+// ToolWriter is the writer identity of a tool call made by actor.
+func ToolWriter(actor string) Writer { return Writer{Kind: WriterTool, Actor: actor} }
+
+// External is the writer of changes made behind the store's back.
+var External = Writer{Kind: WriterExternal}
+
+// HistoryEntry is one version of a path. A zero Version records a deletion.
+type HistoryEntry struct {
+	Version Version   `json:"version"`
+	Size    int64     `json:"size"`
+	Time    time.Time `json:"time"`
+	Writer  Writer    `json:"writer"`
+	Deleted bool      `json:"deleted,omitempty"`
+}
+
+func initBuckets(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketMeta, bucketFiles, bucketHistory} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if v := meta.Get(keySchema); v != nil && string(v) != schemaVersion {
+		return fmt.Errorf("index schema %q is not %q", v, schemaVersion)
+	}
+	return meta.Put(keySchema, []byte(schemaVersion))
+}
+
+func getRecord(tx *bolt.Tx, key string) (record, bool, error) {
+	var r record
+	b := tx.Bucket(bucketFiles).Get([]byte(key))
+	if b == nil {
+		return r, false, nil
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, false, fmt.Errorf("decode index entry %q: %w", key, err)
+	}
+	return r, true, nil
+}
+
+func putRecord(tx *bolt.Tx, key string, r record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketFiles).Put([]byte(key), b)
+}
+
+func historyKey(path string, seq uint64) []byte {
+	k := make([]byte, 0, len(path)+9)
+	k = append(k, path...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+// appendHistory adds e to r's history, dropping the oldest entries beyond limit.
+func appendHistory(tx *bolt.Tx, key string, r *record, e HistoryEntry, limit int) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	h := tx.Bucket(bucketHistory)
+	if err := h.Put(historyKey(key, r.HistNext), b); err != nil {
+		return err
+	}
+	r.HistNext++
+	for r.HistNext-r.HistFirst > uint64(limit) {
+		if err := h.Delete(historyKey(key, r.HistFirst)); err != nil {
+			return err
+		}
+		r.HistFirst++
+	}
+	return nil
+}
+
+// readHistory returns the history of key, newest first.
+func readHistory(tx *bolt.Tx, key string) ([]HistoryEntry, error) {
+	prefix := append([]byte(key), 0)
+	c := tx.Bucket(bucketHistory).Cursor()
+	var out []HistoryEntry
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, v = c.Next() {
+		var e HistoryEntry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return nil, fmt.Errorf("decode history of %q: %w", key, err)
+		}
+		out = append(out, e)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}

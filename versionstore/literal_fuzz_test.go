@@ -1,0 +1,150 @@
+package versionstore
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// maxLiteralSeedLen keeps the multi-kilobyte boundary fixtures out of the
+// corpus: the fuzzer's input minimization is quadratic in input length and
+// stalls every worker on them. boundaryPad reaches the boundary instead.
+const maxLiteralSeedLen = 256
+
+// FuzzApplyLiteralEdit checks applyLiteralEdit against oracles built from the
+// reference's definitions rather than from its implementation. Each input is
+// also checked behind boundaryPad, so the 4096-unit style sample ends inside
+// it.
+func FuzzApplyLiteralEdit(f *testing.F) {
+	for _, c := range literalEditCases {
+		if len(c.raw) <= maxLiteralSeedLen {
+			f.Add(c.raw, c.edit.Old, c.edit.New, c.edit.ReplaceAll)
+		}
+	}
+	for _, c := range literalEditErrorCases {
+		f.Add(c.raw, c.edit.Old, c.edit.New, c.edit.ReplaceAll)
+	}
+	f.Add("a\r\nb\nc\r\nd\n\r\n", "b", "B", false)
+	f.Add("😀\r\n😀\n\r\r\n", "\n", "\r\n", true)
+	f.Fuzz(func(t *testing.T, raw, old, newText string, replaceAll bool) {
+		// raw is decoded text in production, so invalid UTF-8 never reaches it.
+		if !utf8.ValidString(raw) || !utf8.ValidString(old) || !utf8.ValidString(newText) {
+			t.Skip()
+		}
+		e := Edit{Old: old, New: newText, ReplaceAll: replaceAll}
+		checkFuzzEdit(t, raw, e)
+		checkFuzzEdit(t, boundaryPad(raw)+raw, e)
+	})
+}
+
+// boundaryPad is a newline-free prefix that puts UTF-16 unit 4096 halfway
+// into raw. Emoji make units, code points and bytes all differ.
+func boundaryPad(raw string) string {
+	k := max(0, 4096-len(utf16.Encode([]rune(raw)))/2)
+	return strings.Repeat("😀", k/2) + strings.Repeat("é", k%2)
+}
+
+// checkFuzzEdit runs one edit and checks it against the oracles.
+func checkFuzzEdit(t *testing.T, raw string, e Edit) {
+	t.Helper()
+	out, before, after, n, err := applyLiteralEdit(raw, e, "X")
+	oldNorm := strings.ReplaceAll(e.Old, "\r\n", "\n")
+	count := 0
+	if oldNorm != "" {
+		count = strings.Count(strings.ReplaceAll(raw, "\r\n", "\n"), oldNorm)
+	}
+	if wantErr := expectedEditError(oldNorm, count, e.ReplaceAll); wantErr != nil || err != nil {
+		checkEditError(t, err, wantErr)
+		if out != "" || before != "" || after != "" || n != 0 {
+			t.Fatalf("error with non-zero results %q, %q, %q, %d", out, before, after, n)
+		}
+		return
+	}
+	checkEditResult(t, raw, oldNorm, strings.ReplaceAll(e.New, "\r\n", "\n"), out, before, after, n, count, e.ReplaceAll)
+}
+
+// expectedEditError is the error the reference's rules demand, or nil.
+func expectedEditError(oldNorm string, count int, replaceAll bool) *Error {
+	switch {
+	case oldNorm == "":
+		return &Error{Code: CodeEditNotFound, Message: "old_string must be a non-empty string"}
+	case count == 0:
+		return &Error{Code: CodeEditNotFound, Message: `old_string was not found in "X"`}
+	case count > 1 && !replaceAll:
+		return &Error{Code: CodeAmbiguousEdit, Message: "old_string matched " + strconv.Itoa(count) +
+			` times in "X"; provide a more specific old_string or set replace_all to true`}
+	}
+	return nil
+}
+
+// checkEditError requires err to be exactly want.
+func checkEditError(t *testing.T, err error, want *Error) {
+	t.Helper()
+	if want == nil {
+		t.Fatalf("unexpected error %v", err)
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("err = %v, want %s %q", err, want.Code, want.Message)
+	}
+	if e.Code != CodeEditNotFound && e.Code != CodeAmbiguousEdit {
+		t.Fatalf("code %s is not an edit code", e.Code)
+	}
+	if e.Code != want.Code || e.Message != want.Message {
+		t.Fatalf("err = %s %q, want %s %q", e.Code, e.Message, want.Code, want.Message)
+	}
+}
+
+// checkEditResult verifies a successful edit's invariants.
+func checkEditResult(t *testing.T, raw, oldNorm, newNorm, out, before, after string, n, count int, replaceAll bool) {
+	t.Helper()
+	if want := strings.ReplaceAll(raw, "\r\n", "\n"); before != want {
+		t.Fatalf("before = %q, want %q", before, want)
+	}
+	if n != count || (!replaceAll && n != 1) {
+		t.Fatalf("n = %d, count = %d, replaceAll = %v", n, count, replaceAll)
+	}
+	// Split and Join is a second, independent spelling of ReplaceAll.
+	if want := strings.Join(strings.Split(before, oldNorm), newNorm); after != want {
+		t.Fatalf("after = %q, want %q", after, want)
+	}
+	if len(after) != len(before)+n*(len(newNorm)-len(oldNorm)) {
+		t.Fatalf("len(after) = %d, want %d", len(after), len(before)+n*(len(newNorm)-len(oldNorm)))
+	}
+	if !oracleCRLF(raw) {
+		if out != after {
+			t.Fatalf("LF style: out = %q, want after %q", out, after)
+		}
+		return
+	}
+	if want := strings.ReplaceAll(after, "\n", "\r\n"); out != want {
+		t.Fatalf("CRLF style: out = %q, want %q", out, want)
+	}
+	if strings.ReplaceAll(out, "\r\n", "\n") != after {
+		t.Fatalf("CRLF style: out %q does not normalize back to after %q", out, after)
+	}
+	if strings.Count(out, "\n") != strings.Count(out, "\r\n") {
+		t.Fatalf("CRLF style: out %q has a bare LF", out)
+	}
+}
+
+// oracleCRLF decides the style the way the reference does, literally: encode
+// to UTF-16, keep the first 4096 units, and compare CRLFs with bare LFs.
+func oracleCRLF(raw string) bool {
+	u := utf16.Encode([]rune(raw))
+	u = u[:min(len(u), 4096)]
+	crlf, lf := 0, 0
+	for i, c := range u {
+		switch {
+		case c != '\n':
+		case i > 0 && u[i-1] == '\r':
+			crlf++
+		default:
+			lf++
+		}
+	}
+	return crlf > lf
+}

@@ -1,0 +1,199 @@
+package versionstore
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/zeebo/blake3"
+)
+
+const (
+	// chunkSize is the streaming read unit, as the reference's read stream.
+	chunkSize = 64 << 10
+	// binarySniff is how many leading bytes a read checks for NUL.
+	binarySniff = 8192
+)
+
+var bom = []byte{0xEF, 0xBB, 0xBF}
+
+// statTarget stats t's key, following a final symlink. An absent file (or a
+// dangling link) is (nil, nil).
+func (s *Store) statTarget(t Target, verb string) (fs.FileInfo, error) {
+	fi, err := s.root.Stat(t.Key)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, osError(verb, t.Display, err)
+	}
+	return fi, nil
+}
+
+// openRegular opens t's key for reading and checks, on the open descriptor,
+// that it is a regular file. O_NONBLOCK keeps a FIFO swapped in after the
+// stat from blocking the open.
+func (s *Store) openRegular(t Target, verb string) (*os.File, fs.FileInfo, error) {
+	f, err := s.root.OpenFile(t.Key, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, notFound(verb, t.Display)
+	}
+	if err != nil {
+		return nil, nil, osError(verb, t.Display, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, osError(verb, t.Display, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, notRegular(verb, t.Display)
+	}
+	return f, fi, nil
+}
+
+// ReadText streams the text of t to sink in decoded chunks (valid UTF-8,
+// split at rune boundaries, one leading BOM removed) and returns the version
+// of exactly the bytes it read. Errors, in the reference's order:
+// FS_NOT_FOUND (absent), FS_NOT_REGULAR_FILE, FS_NOT_TEXT ("binary file" for
+// a NUL in the first 8192 bytes, else "invalid UTF-8 text" anywhere).
+// sink may already have seen chunks when an error is returned.
+func (s *Store) ReadText(t Target, sink func(string)) (Version, error) {
+	fi, err := s.statTarget(t, "read")
+	if err != nil {
+		return Version{}, err
+	}
+	if fi == nil {
+		s.noteAbsent(t.Key)
+		return Version{}, notFound("read", t.Display)
+	}
+	if !fi.Mode().IsRegular() {
+		return Version{}, notRegular("read", t.Display)
+	}
+	f, before, err := s.openRegular(t, "read")
+	if err != nil {
+		return Version{}, err
+	}
+	defer f.Close()
+	v, err := streamText(f, sink, t.Display)
+	if err != nil {
+		return Version{}, err
+	}
+	if after, err := f.Stat(); err == nil && fingerprintOf(after) == fingerprintOf(before) {
+		s.noteVersion(t.Key, fingerprintOf(after), v)
+	}
+	return v, nil
+}
+
+// streamText hashes every byte of r while decoding it into sink.
+func streamText(r io.Reader, sink func(string), display string) (Version, error) {
+	h := blake3.New()
+	buf := make([]byte, chunkSize)
+	var carry int // bytes of an incomplete rune kept at the front of buf
+	first := true
+	for {
+		n, err := io.ReadFull(r, buf[carry:])
+		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+			return Version{}, osError("read", display, err)
+		}
+		h.Write(buf[carry : carry+n])
+		data := buf[:carry+n]
+		if first {
+			if bytes.IndexByte(data[:min(len(data), binarySniff)], 0) >= 0 {
+				return Version{}, &Error{Code: CodeNotText, Message: "cannot read " + quote(display) + ": binary file"}
+			}
+			data = bytes.TrimPrefix(data, bom)
+			first = false
+		}
+		end := len(data)
+		if err == nil {
+			end = completePrefix(data)
+		}
+		if !utf8.Valid(data[:end]) || (err != nil && end != len(data)) {
+			return Version{}, invalidUTF8("read", display)
+		}
+		if end > 0 {
+			sink(string(data[:end]))
+		}
+		if err != nil {
+			var v Version
+			h.Sum(v[:0])
+			return v, nil
+		}
+		carry = copy(buf, data[end:])
+	}
+}
+
+func invalidUTF8(verb, display string) *Error {
+	return &Error{Code: CodeNotText, Message: "cannot " + verb + " " + quote(display) + ": invalid UTF-8 text"}
+}
+
+// completePrefix is the length of the longest prefix of b that does not end
+// inside a multi-byte sequence that more input could complete.
+func completePrefix(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax+1; i-- {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			return len(b)
+		}
+		if utf8.RuneStart(c) {
+			if need := seqLen(c); need > 0 && i+need > len(b) {
+				return i
+			}
+			return len(b)
+		}
+	}
+	return len(b)
+}
+
+// seqLen is the length of the UTF-8 sequence a lead byte announces (0 if none).
+func seqLen(c byte) int {
+	switch {
+	case c&0xE0 == 0xC0:
+		return 2
+	case c&0xF0 == 0xE0:
+		return 3
+	case c&0xF8 == 0xF0:
+		return 4
+	}
+	return 0
+}
+
+// readWhole reads all of t's regular file and returns its bytes and the
+// stat of the open descriptor taken before reading.
+func (s *Store) readWhole(t Target, verb string) ([]byte, fs.FileInfo, error) {
+	f, fi, err := s.openRegular(t, verb)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	data := make([]byte, 0, fi.Size()+1)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, fi, nil
+		}
+		if err != nil {
+			return nil, nil, osError(verb, t.Display, err)
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+	}
+}
+
+// textForDiff is the reference's diff basis: the LF-normalized text without
+// BOM, or nil for content that is not text.
+func textForDiff(data []byte) *string {
+	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
+		return nil
+	}
+	t := string(bytes.ReplaceAll(bytes.TrimPrefix(data, bom), []byte("\r\n"), []byte("\n")))
+	return &t
+}

@@ -1,0 +1,106 @@
+package versionstore
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestResolve(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("dir/file.txt", "x")
+	ts.put("real/inner.txt", "y")
+	must(t, os.Symlink("real", ts.path("linkdir")))
+	must(t, os.Symlink(filepath.Join(ts.dir, "real", "inner.txt"), ts.path("abslink")))
+	must(t, os.Symlink("../real/inner.txt", ts.path("dir/rellink")))
+	must(t, os.Symlink("nowhere", ts.path("dangling")))
+
+	for _, tc := range []struct {
+		rel, key string
+	}{
+		{".", "."},
+		{"dir/file.txt", "dir/file.txt"},
+		{"missing.txt", "missing.txt"},          // missing ⇒ realpath(parent) + name
+		{"a/b/c.txt", "a/b/c.txt"},              // missing intermediate directories
+		{"linkdir/inner.txt", "real/inner.txt"}, // symlinked directory
+		{"linkdir/new.txt", "real/new.txt"},     // stable across creation through a symlinked ancestor
+		{"abslink", "real/inner.txt"},           // absolute link into the workspace
+		{"dir/rellink", "real/inner.txt"},       // relative link with ..
+		{"dangling", "dangling"},                // a dangling link's key is the link itself
+	} {
+		t.Run(tc.rel, func(t *testing.T) {
+			got, err := ts.Resolve(tc.rel, "/ws/"+tc.rel, "read")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Key != tc.key || got.Display != "/ws/"+tc.rel {
+				t.Fatalf("Resolve(%q) = %+v, want key %q", tc.rel, got, tc.key)
+			}
+		})
+	}
+}
+
+// A ".." inside a symlink's target applies to the link's target directory,
+// as the kernel resolves it, not lexically.
+func TestWalkDotDotAfterSymlink(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("real/sub/x", "x")
+	ts.put("other/y", "y")
+	must(t, os.Symlink("real/sub", ts.path("link")))
+	must(t, os.Symlink("../../other/y", ts.path("real/sub/up")))
+	key, err := ts.walk(splitPath("link/up"), "read", "/ws/link/up")
+	if err != nil || key != "other/y" {
+		t.Fatalf("walk = %q, %v; want other/y", key, err)
+	}
+}
+
+func TestResolveKeyStableAcrossCreation(t *testing.T) {
+	ts := openTestStore(t)
+	must(t, os.Mkdir(ts.path("real"), 0o755))
+	must(t, os.Symlink("real", ts.path("link")))
+	before, err := ts.Resolve("link/sub/f.txt", "/ws/link/sub/f.txt", "write")
+	must(t, err)
+	ts.put("real/sub/f.txt", "now here")
+	after, err := ts.Resolve("link/sub/f.txt", "/ws/link/sub/f.txt", "write")
+	must(t, err)
+	if before.Key != after.Key || after.Key != "real/sub/f.txt" {
+		t.Fatalf("key before creation %q, after %q", before.Key, after.Key)
+	}
+}
+
+func TestResolveRefusesEscapes(t *testing.T) {
+	ts := openTestStore(t)
+	outside := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o644))
+	must(t, os.Symlink(filepath.Join(outside, "secret"), ts.path("abs-out")))
+	must(t, os.Symlink("../../"+filepath.Base(outside), ts.path("rel-out")))
+	must(t, os.Symlink(outside, ts.path("dir-out")))
+	must(t, os.Symlink("/nonexistent-outside/x", ts.path("dangling-out")))
+	for _, rel := range []string{"../x", "/etc/passwd", "abs-out", "rel-out/secret", "dir-out/secret", "dir-out/new", "dangling-out"} {
+		_, err := ts.Resolve(rel, "/ws/"+rel, "write")
+		wantErr(t, err, CodeSandboxDenied, `cannot write "/ws/`+rel+`": outside the workspace`)
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("file", "x")
+	must(t, os.Symlink("loop2", ts.path("loop1")))
+	must(t, os.Symlink("loop1", ts.path("loop2")))
+
+	_, err := ts.Resolve("file/child", "/ws/file/child", "read")
+	wantErr(t, err, CodeNotFound, `cannot resolve "/ws/file/child": a parent path segment is not a directory`)
+
+	_, err = ts.Resolve("loop1", "/ws/loop1", "read")
+	wantErr(t, err, CodeIOError, `cannot resolve "/ws/loop1": too many levels of symbolic links`)
+
+	_, err = ts.Resolve("a\x00b", "/ws/a\x00b", "read")
+	wantErr(t, err, CodeNotFound, "cannot resolve \"/ws/a\x00b\": the path contains a NUL byte")
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,266 @@
+// Package versionstore owns the workspace's versions: the bbolt index that maps
+// every workspace path to the BLAKE3 hash of its bytes, the per-file locks, the
+// atomic compare-and-swap publish of tool writes and edits, and each file's
+// bounded history with writer identity.
+//
+// Every file access goes through an os.Root on the backing directory and every
+// path is resolved inside it first, so nothing here can read or write outside
+// the workspace. The package knows nothing of actors' observations, tools,
+// FUSE or sockets, and imports no other package of the project.
+package versionstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Options tune a Store. The zero value is usable.
+type Options struct {
+	// HistoryLimit bounds the history kept per path (default 64).
+	HistoryLimit int
+	// Umask is applied to 0666 for new files and 0777 for new directories,
+	// the way a shell would. It should be the umask the process started with
+	// (a FUSE daemon later runs with umask 0). Default 022.
+	Umask *fs.FileMode
+	// AliasRoots are other absolute paths that name the workspace root, such
+	// as the mount point: absolute symlinks into them stay inside.
+	AliasRoots []string
+	// SyncInterval is how often index changes are made durable (default 1s).
+	// Commits themselves do not fsync: the index is rebuilt from the files'
+	// bytes, which every publish fsyncs, so a crash loses at most this much
+	// history and attribution, never a version check.
+	SyncInterval time.Duration
+	// DiffBasisMaxBytes bounds the prior text a write returns for its diff
+	// (default DefaultDiffBasisMaxBytes).
+	DiffBasisMaxBytes int
+	// Logger receives unexpected errors (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Store is the versioned view of one workspace directory.
+type Store struct {
+	root     *os.Root
+	rootPath string   // real absolute path of the workspace root
+	roots    []string // every absolute path that names the root
+	db       *bolt.DB
+	locks    Locks
+	log      *slog.Logger
+
+	historyLimit int
+	diffBasisMax int
+	fileMode     fs.FileMode
+	dirMode      fs.FileMode
+
+	// beforePublish, when set by tests, runs between the check and the
+	// publish of a mutation, to stage races deterministically.
+	beforePublish func()
+
+	stopSync chan struct{}
+	syncDone sync.WaitGroup
+	closeMu  sync.Once
+	closeErr error
+}
+
+// Open opens the workspace at dir with its index at indexPath (created if
+// missing). The index must live outside the workspace.
+func Open(dir, indexPath string, opts Options) (*Store, error) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
+	absIndex, err := filepath.Abs(indexPath)
+	if err != nil {
+		return nil, fmt.Errorf("open index: %w", err)
+	}
+	if inside(real, absIndex) || inside(filepath.Clean(dir), absIndex) {
+		return nil, fmt.Errorf("open index: %s is inside the workspace %s", absIndex, real)
+	}
+	root, err := os.OpenRoot(real)
+	if err != nil {
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
+	s := &Store{
+		root:         root,
+		rootPath:     real,
+		log:          opts.Logger,
+		historyLimit: opts.HistoryLimit,
+		stopSync:     make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.diffBasisMax = opts.DiffBasisMaxBytes; s.diffBasisMax <= 0 {
+		s.diffBasisMax = DefaultDiffBasisMaxBytes
+	}
+	if s.historyLimit <= 0 {
+		s.historyLimit = 64
+	}
+	umask := fs.FileMode(0o022)
+	if opts.Umask != nil {
+		umask = *opts.Umask & 0o777
+	}
+	s.fileMode, s.dirMode = 0o666&^umask, 0o777&^umask
+	s.roots = appendRoots([]string{real}, dir)
+	for _, a := range opts.AliasRoots {
+		s.roots = appendRoots(s.roots, a)
+	}
+	if s.db, err = openIndex(absIndex, s.log); err != nil {
+		root.Close()
+		return nil, err
+	}
+	interval := opts.SyncInterval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	s.syncDone.Add(1)
+	go s.syncLoop(interval)
+	return s, nil
+}
+
+func appendRoots(roots []string, p string) []string {
+	if !filepath.IsAbs(p) {
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+	}
+	for _, c := range []string{filepath.Clean(p), evalOr(p)} {
+		if !contains(roots, c) {
+			roots = append(roots, c)
+		}
+	}
+	return roots
+}
+
+func evalOr(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// inside reports whether p is dir or below it (both absolute and clean).
+func inside(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}
+
+// openIndex opens the bbolt file. Commits skip fsync (see Options.SyncInterval),
+// so after an unclean shutdown the file is checked, and a damaged one is moved
+// aside: the versions it held are recomputed from the files on first access.
+func openIndex(path string, log *slog.Logger) (*bolt.DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open index: %w", err)
+	}
+	bopts := &bolt.Options{Timeout: time.Second, NoSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType}
+	db, err := bolt.Open(path, 0o600, bopts)
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("open index %s: another process holds it", path)
+	}
+	if err == nil {
+		if err = prepareIndex(db); err == nil {
+			return db, nil
+		}
+		db.Close()
+	}
+	aside := fmt.Sprintf("%s.damaged-%d", path, time.Now().Unix())
+	log.Warn("index damaged, starting a new one", "path", path, "moved_to", aside, "err", err)
+	if rerr := os.Rename(path, aside); rerr != nil {
+		return nil, fmt.Errorf("open index: %w (and moving it aside: %v)", err, rerr)
+	}
+	db, err = bolt.Open(path, 0o600, bopts)
+	if err != nil {
+		return nil, fmt.Errorf("open index: %w", err)
+	}
+	if err := prepareIndex(db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// prepareIndex creates the buckets, checks the file after an unclean
+// shutdown, and clears the clean-shutdown mark until Close sets it again.
+func prepareIndex(db *bolt.DB) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		if err := initBuckets(tx); err != nil {
+			return err
+		}
+		meta := tx.Bucket(bucketMeta)
+		if meta.Get(keyClean) == nil {
+			for err := range tx.Check() {
+				return fmt.Errorf("index check: %w", err)
+			}
+		}
+		return meta.Delete(keyClean)
+	})
+}
+
+// syncLoop makes index commits durable every interval, and only when
+// something was written since the last sync.
+func (s *Store) syncLoop(interval time.Duration) {
+	defer s.syncDone.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var synced int64
+	for {
+		select {
+		case <-s.stopSync:
+			return
+		case <-t.C:
+			st := s.db.Stats()
+			if w := st.TxStats.GetWrite(); w != synced {
+				if err := s.db.Sync(); err != nil {
+					s.log.Error("sync index", "err", err)
+					continue
+				}
+				synced = w
+			}
+		}
+	}
+}
+
+// DB is the index, for packages that keep their own buckets beside the
+// store's (the policy's observations). They must not touch the store's buckets.
+func (s *Store) DB() *bolt.DB { return s.db }
+
+// Root is the real absolute path of the workspace directory.
+func (s *Store) Root() string { return s.rootPath }
+
+// Locks is the per-file lock table, shared with the FUSE layer.
+func (s *Store) Locks() *Locks { return &s.locks }
+
+// Close marks the index clean, makes it durable and closes it.
+func (s *Store) Close() error {
+	s.closeMu.Do(func() {
+		close(s.stopSync)
+		s.syncDone.Wait()
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketMeta).Put(keyClean, []byte{1})
+		})
+		err = errors.Join(err, s.db.Sync(), s.db.Close(), s.root.Close())
+		if err != nil {
+			s.closeErr = fmt.Errorf("close index: %w", err)
+		}
+	})
+	return s.closeErr
+}

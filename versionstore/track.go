@@ -1,0 +1,278 @@
+package versionstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// This file keeps the index in step with the files: recording versions that
+// tools produced, changes found behind the store's back, deletions, and the
+// dirty marks of writes in progress through the mount.
+
+// change is one index update for a path.
+type change struct {
+	version Version // zero: the path is absent
+	fp      fingerprint
+	size    int64
+	writer  Writer
+	at      time.Time
+}
+
+// record applies c to the index entry of key. A change to a different version
+// (or to or from absence) is appended to the history; a change that only
+// refreshes the fingerprint is not.
+func (s *Store) record(tx *bolt.Tx, key string, c change) error {
+	r, found, err := getRecord(tx, key)
+	if err != nil {
+		return err
+	}
+	if !found && c.version.IsZero() {
+		return nil // nothing known, nothing to forget
+	}
+	if !found || r.Version != c.version {
+		e := HistoryEntry{Version: c.version, Size: c.size, Time: c.at.UTC(), Writer: c.writer, Deleted: c.version.IsZero()}
+		if err := appendHistory(tx, key, &r, e, s.historyLimit); err != nil {
+			return err
+		}
+	}
+	r.Version, r.FP, r.Recorded, r.Dirty = c.version, c.fp, c.at.UnixNano(), false
+	return putRecord(tx, key, r)
+}
+
+// noteVersion records v, read from key whose descriptor had fingerprint fp,
+// as an external change if the index disagrees. It is called without the
+// file's lock, so it re-checks under the lock that the file is still the one
+// that was read; if not, the next access will reconcile it.
+func (s *Store) noteVersion(key string, fp fingerprint, v Version) {
+	if s.indexAgrees(key, fp, v) {
+		return
+	}
+	unlock := s.locks.Lock(key)
+	defer unlock()
+	fi, err := s.root.Stat(key)
+	if err != nil || fingerprintOf(fi) != fp {
+		return
+	}
+	s.logErr("record external change", key, s.db.Update(func(tx *bolt.Tx) error {
+		if r, found, err := getRecord(tx, key); err != nil || found && r.Dirty {
+			return err // a write through the mount is in progress: its commit attributes it
+		}
+		return s.record(tx, key, change{version: v, fp: fp, size: fi.Size(), writer: External, at: time.Now()})
+	}))
+}
+
+// indexAgrees reports whether the index already holds v with fingerprint fp.
+func (s *Store) indexAgrees(key string, fp fingerprint, v Version) bool {
+	agrees := false
+	s.db.View(func(tx *bolt.Tx) error {
+		r, found, err := getRecord(tx, key)
+		agrees = err == nil && found && !r.Dirty && r.Version == v && r.FP == fp
+		return nil
+	})
+	return agrees
+}
+
+// noteAbsent records that key was found missing, if the index thought otherwise.
+func (s *Store) noteAbsent(key string) {
+	unlock := s.locks.Lock(key)
+	defer unlock()
+	if _, err := s.root.Lstat(key); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	s.logErr("record deletion", key, s.db.Update(func(tx *bolt.Tx) error {
+		return s.record(tx, key, change{writer: External, at: time.Now()})
+	}))
+}
+
+func (s *Store) logErr(what, key string, err error) {
+	if err != nil {
+		s.log.Error(what, "path", key, "err", err)
+	}
+}
+
+// current is what the store knows of a file under its lock: the version of
+// its bytes now. Callers hold the file's lock.
+type current struct {
+	fi      fs.FileInfo // nil when absent
+	version Version
+	data    []byte // the bytes hashed, when they were read whole
+}
+
+// probeLocked returns the version of key now. A clean, non-racy index entry
+// whose fingerprint matches the file is trusted; anything else is rehashed
+// from disk and, if it changed, recorded as written by w.
+func (s *Store) probeLocked(t Target, verb string, w Writer) (current, error) {
+	fi, err := s.statTarget(t, verb)
+	if err != nil || fi == nil {
+		if err == nil {
+			s.logErr("record deletion", t.Key, s.db.Update(func(tx *bolt.Tx) error {
+				return s.record(tx, t.Key, change{writer: w, at: time.Now()})
+			}))
+		}
+		return current{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return current{fi: fi}, nil
+	}
+	fp := fingerprintOf(fi)
+	var trusted Version
+	s.db.View(func(tx *bolt.Tx) error {
+		r, found, err := getRecord(tx, t.Key)
+		if err == nil && found && !r.Dirty && r.FP == fp && !fp.racy(r.Recorded) {
+			trusted = r.Version
+		}
+		return nil
+	})
+	if !trusted.IsZero() {
+		return current{fi: fi, version: trusted}, nil
+	}
+	f, ofi, err := s.openRegular(t, verb)
+	if err != nil {
+		return current{}, err
+	}
+	defer f.Close()
+	v, _, err := HashReader(f)
+	if err != nil {
+		return current{}, osError(verb, t.Display, err)
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		if r, found, err := getRecord(tx, t.Key); err != nil || found && r.Dirty && w.Kind == WriterExternal {
+			return err // a write through the mount is in progress: its commit attributes it
+		}
+		return s.record(tx, t.Key, change{version: v, fp: fingerprintOf(ofi), size: ofi.Size(), writer: w, at: time.Now()})
+	}); err != nil {
+		return current{}, fmt.Errorf("update index: %w", err)
+	}
+	return current{fi: ofi, version: v}, nil
+}
+
+// MarkDirty records that key is being written through the mount: until
+// Refresh, no fingerprint is trusted for it and no external change is
+// attributed. Callers hold the file's lock.
+func (s *Store) MarkDirty(key string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		r, _, err := getRecord(tx, key)
+		if err != nil || r.Dirty {
+			return err
+		}
+		r.Dirty = true
+		return putRecord(tx, key, r)
+	})
+}
+
+// Refresh rehashes key from disk and records its version as written by w if
+// it changed (a deletion if it is gone), clearing any dirty mark. Callers
+// hold the file's lock.
+func (s *Store) Refresh(key string, w Writer) (Version, error) {
+	t := Target{Key: key, Display: key}
+	if err := s.MarkDirty(key); err != nil {
+		return Version{}, err
+	}
+	c, err := s.probeLocked(t, "read", w)
+	return c.version, err
+}
+
+// History returns the versions of key, newest first.
+func (s *Store) History(key string) ([]HistoryEntry, error) {
+	var out []HistoryEntry
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		out, err = readHistory(tx, key)
+		return err
+	})
+	return out, err
+}
+
+// Stats counts the index.
+type Stats struct {
+	Files int // paths with a present version
+	Dirty int // paths being written through the mount
+}
+
+// Stats counts the index entries.
+func (s *Store) Stats() (Stats, error) {
+	var st Stats
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
+			r, _, err := getRecord(tx, string(k))
+			if err != nil {
+				return err
+			}
+			if !r.Version.IsZero() {
+				st.Files++
+			}
+			if r.Dirty {
+				st.Dirty++
+			}
+			return nil
+		})
+	})
+	return st, err
+}
+
+// snapshot is a file's state as read under its lock.
+type snapshot struct {
+	fi      fs.FileInfo // nil when absent
+	fp      fingerprint
+	version Version
+	data    []byte // the bytes hashed, when the file was read whole
+	at      time.Time
+}
+
+// snapshotLocked reads key's state under its lock. A regular file smaller
+// than keep (any size if keep < 0) is read whole and hashed; a larger one
+// is versioned through probeLocked's trusted fingerprint or a streaming hash.
+func (s *Store) snapshotLocked(t Target, verb string, keep int64) (snapshot, error) {
+	fi, err := s.statTarget(t, verb)
+	if err != nil || fi == nil || !fi.Mode().IsRegular() {
+		return snapshot{fi: fi, at: time.Now()}, err
+	}
+	if keep < 0 || fi.Size() < keep {
+		data, ofi, err := s.readWhole(t, verb)
+		if CodeOf(err) == CodeNotFound {
+			return snapshot{at: time.Now()}, nil // deleted since the stat
+		}
+		if err != nil {
+			return snapshot{}, err
+		}
+		return snapshot{fi: ofi, fp: fingerprintOf(ofi), version: Sum(data), data: data, at: time.Now()}, nil
+	}
+	c, err := s.probeLocked(t, verb, External)
+	if err != nil {
+		return snapshot{}, err
+	}
+	return snapshot{fi: c.fi, fp: fingerprintOf(c.fi), version: c.version, at: time.Now()}, nil
+}
+
+// recordSnapshot records what a snapshot saw: a new version or a deletion
+// found behind the store's back. Non-regular files are not indexed.
+func (s *Store) recordSnapshot(tx *bolt.Tx, key string, snap snapshot) error {
+	if snap.fi != nil && !snap.fi.Mode().IsRegular() {
+		return nil
+	}
+	if r, found, err := getRecord(tx, key); err != nil || found && r.Dirty {
+		return err
+	}
+	return s.record(tx, key, change{version: snap.version, fp: snap.fp, size: sizeOf(snap.fi), writer: External, at: snap.at})
+}
+
+// recordSeen records a snapshot on its own, when no publish follows it. It
+// skips the transaction when the index already agrees.
+func (s *Store) recordSeen(key string, snap snapshot) {
+	if snap.fi != nil && (!snap.fi.Mode().IsRegular() || s.indexAgrees(key, snap.fp, snap.version)) {
+		return
+	}
+	s.logErr("update index", key, s.db.Update(func(tx *bolt.Tx) error {
+		return s.recordSnapshot(tx, key, snap)
+	}))
+}
+
+func sizeOf(fi fs.FileInfo) int64 {
+	if fi == nil {
+		return 0
+	}
+	return fi.Size()
+}

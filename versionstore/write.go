@@ -1,0 +1,315 @@
+package versionstore
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"syscall"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// IntentKind is the guard a write runs under.
+type IntentKind int
+
+// The three write intents of the reference.
+const (
+	// IntentNone writes unconditionally (create or overwrite).
+	IntentNone IntentKind = iota
+	// IntentCreateIfAbsent creates the file and never replaces one.
+	IntentCreateIfAbsent
+	// IntentReplaceIfVersion replaces the file only at Intent.Version.
+	IntentReplaceIfVersion
+)
+
+// Intent guards a write.
+type Intent struct {
+	Kind    IntentKind
+	Version Version // for IntentReplaceIfVersion
+}
+
+// WriteResult is the outcome of WriteText.
+type WriteResult struct {
+	Created bool
+	Version Version
+	// Before is the prior text (LF-normalized, BOM removed), or nil when the
+	// file was created, was not text, or was too large for a diff basis.
+	Before *string
+	// After is the written content, LF-normalized.
+	After string
+}
+
+// EditResult is the outcome of EditText.
+type EditResult struct {
+	Version      Version
+	Before       string // LF-normalized text before the edit
+	After        string // LF-normalized text after the edit
+	Replacements int
+}
+
+// DefaultDiffBasisMaxBytes is the reference's limit for the prior text kept
+// for a write's diff.
+const DefaultDiffBasisMaxBytes = 10 << 20
+
+// WriteText writes content to t atomically under t's lock, if intent allows.
+// Errors follow the reference: FS_NOT_REGULAR_FILE for a non-file target;
+// FS_STALE_VERSION when a guarded replace meets a missing or different file;
+// FS_NOT_OBSERVED when a guarded create meets an existing file.
+func (s *Store) WriteText(t Target, content string, intent Intent, w Writer) (WriteResult, error) {
+	unlock := s.locks.Lock(t.Key)
+	defer unlock()
+	var res WriteResult
+	keep := int64(0)
+	if len(content) < s.diffBasisMax && intent.Kind != IntentCreateIfAbsent {
+		keep = int64(s.diffBasisMax)
+	}
+	cur, err := s.snapshotLocked(t, "write", keep)
+	if err != nil {
+		return res, err
+	}
+	if err := writeAllowed(t, cur, intent); err != nil {
+		s.recordSeen(t.Key, cur)
+		return res, err
+	}
+	if cur.data != nil {
+		res.Before = textForDiff(cur.data)
+	}
+	perm := s.fileMode
+	if cur.fi != nil {
+		perm = cur.fi.Mode().Perm()
+	}
+	data := []byte(content)
+	fi, err := s.publish(t, "write", data, perm, cur.fi, intent.Kind == IntentCreateIfAbsent)
+	if err != nil {
+		s.recordSeen(t.Key, cur)
+		return res, err
+	}
+	res.Created, res.After = cur.fi == nil, normalizeNewlines(content)
+	res.Version = s.commitPublished(t, cur, fi, data, w)
+	return res, nil
+}
+
+// writeAllowed applies the reference's order of write checks.
+func writeAllowed(t Target, cur snapshot, intent Intent) error {
+	if cur.fi != nil && !cur.fi.Mode().IsRegular() {
+		return notRegular("write", t.Display)
+	}
+	switch intent.Kind {
+	case IntentReplaceIfVersion:
+		if cur.fi == nil {
+			return &Error{Code: CodeStaleVersion, Message: "cannot write " + quote(t.Display) + ": file no longer exists"}
+		}
+		if cur.version != intent.Version {
+			return stale("write", t.Display)
+		}
+	case IntentCreateIfAbsent:
+		if cur.fi != nil {
+			return overwriteUnread(t.Display)
+		}
+	}
+	return nil
+}
+
+// EditText applies a literal edit to t under t's lock. With expected set the
+// edit happens only if the file's bytes still hash to it; the check comes
+// before matching, so a stale file never reports a match failure. A missing
+// target is FS_STALE_VERSION even without expected, as in the reference.
+// A UTF-8 BOM is kept; line endings follow the file's dominant style.
+func (s *Store) EditText(t Target, e Edit, expected *Version, w Writer) (EditResult, error) {
+	unlock := s.locks.Lock(t.Key)
+	defer unlock()
+	var res EditResult
+	cur, err := s.snapshotLocked(t, "edit", -1)
+	if err == nil {
+		res, err = s.editLocked(t, cur, e, expected, w)
+	}
+	if err != nil {
+		s.recordSeen(t.Key, cur)
+	}
+	return res, err
+}
+
+func (s *Store) editLocked(t Target, cur snapshot, e Edit, expected *Version, w Writer) (EditResult, error) {
+	var res EditResult
+	switch {
+	case cur.fi == nil:
+		return res, stale("edit", t.Display)
+	case !cur.fi.Mode().IsRegular():
+		return res, notRegular("edit", t.Display)
+	case expected != nil && *expected != cur.version:
+		return res, stale("edit", t.Display)
+	}
+	if err := checkEditable(cur.data, t.Display); err != nil {
+		return res, err
+	}
+	text, hasBOM := strings.CutPrefix(string(cur.data), string(bom))
+	out, before, after, n, err := applyLiteralEdit(text, e, t.Display)
+	if err != nil {
+		return res, err
+	}
+	if hasBOM {
+		out = string(bom) + out
+	}
+	data := []byte(out)
+	fi, err := s.publish(t, "edit", data, cur.fi.Mode().Perm(), cur.fi, false)
+	if err != nil {
+		return res, err
+	}
+	res.Before, res.After, res.Replacements = before, after, n
+	res.Version = s.commitPublished(t, cur, fi, data, w)
+	return res, nil
+}
+
+func checkEditable(raw []byte, display string) error {
+	for _, b := range raw {
+		if b == 0 {
+			return &Error{Code: CodeNotText, Message: "cannot edit " + quote(display) + ": binary file"}
+		}
+	}
+	if !utf8.Valid(raw) {
+		return invalidUTF8("edit", display)
+	}
+	return nil
+}
+
+func stale(verb, display string) *Error {
+	return &Error{Code: CodeStaleVersion, Message: "cannot " + verb + " " + quote(display) + ": file changed since it was read"}
+}
+
+func overwriteUnread(display string) *Error {
+	return &Error{Code: CodeNotObserved, Message: "cannot overwrite existing " + quote(display) + " without reading it first"}
+}
+
+// commitPublished records, in one index transaction, what the store found
+// before the write (an external change, if any) and the version the tool just
+// published: the hash of the bytes written, with the fingerprint the file has
+// after the rename, which is what later stats will see.
+func (s *Store) commitPublished(t Target, prior snapshot, fi fs.FileInfo, data []byte, w Writer) Version {
+	v := Sum(data)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := s.recordSnapshot(tx, t.Key, prior); err != nil {
+			return err
+		}
+		return s.record(tx, t.Key, change{version: v, fp: fingerprintOf(fi), size: int64(len(data)), writer: w, at: time.Now()})
+	})
+	if err != nil {
+		// The file is published; only the index is behind. The next access
+		// rehashes it (the fingerprint will not match), so nothing is lost.
+		s.log.Error("update index after publish", "path", t.Key, "err", err)
+	}
+	return v
+}
+
+// publish makes data the content of t atomically: a temp file in the same
+// directory is written, given perm (and prior's owner, when the store may),
+// fsynced, then renamed over the target, or hard-linked for a create that
+// must not replace anything. Missing parents are created. A symlink is never
+// replaced: resolution already points t at the link's target, and a dangling
+// link is not a regular file. On failure nothing is left behind and the
+// target is untouched. It returns the stat of the published file.
+func (s *Store) publish(t Target, verb string, data []byte, perm fs.FileMode, prior fs.FileInfo, create bool) (fs.FileInfo, error) {
+	dir, base := path.Split(t.Key)
+	if dir != "" {
+		if err := s.root.MkdirAll(path.Clean(dir), s.dirMode); err != nil {
+			return nil, osError(verb, t.Display, err)
+		}
+	}
+	tmp, err := s.writeTemp(dir, base, data, perm, prior)
+	if err != nil {
+		return nil, osError(verb, t.Display, err)
+	}
+	defer s.root.Remove(tmp) // after a link it is the extra name; after a rename, already gone
+	if s.beforePublish != nil {
+		s.beforePublish()
+	}
+	if create {
+		if err := s.root.Link(tmp, t.Key); err != nil {
+			return nil, s.createFailure(t, err)
+		}
+	} else {
+		if fi, err := s.root.Lstat(t.Key); err == nil && !fi.Mode().IsRegular() {
+			return nil, notRegular("write", t.Display)
+		}
+		if err := s.root.Rename(tmp, t.Key); err != nil {
+			return nil, osError(verb, t.Display, err)
+		}
+	}
+	fi, err := s.root.Lstat(t.Key)
+	if err != nil {
+		return nil, osError(verb, t.Display, err)
+	}
+	return fi, nil
+}
+
+// writeTemp writes data to a new temp file in dir and returns its name.
+func (s *Store) writeTemp(dir, base string, data []byte, perm fs.FileMode, prior fs.FileInfo) (string, error) {
+	tmp := dir + tempName(base)
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm) // exact bits, whatever the process umask
+	}
+	if err == nil && prior != nil {
+		chownLike(f, prior)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		s.root.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// chownLike gives f the owner of prior when they differ and the process may
+// (a root daemon keeps a user's file theirs). Failure is not an error: the
+// reference never preserves ownership.
+func chownLike(f *os.File, prior fs.FileInfo) {
+	uid, gid, ok := ownerOf(prior)
+	if !ok {
+		return
+	}
+	if mine, err := f.Stat(); err == nil {
+		if u, g, ok := ownerOf(mine); ok && u == uid && g == gid {
+			return
+		}
+	}
+	f.Chown(uid, gid)
+}
+
+// tempName is a hidden, unique sibling name that fits in NAME_MAX.
+func tempName(base string) string {
+	var r [6]byte
+	rand.Read(r[:])
+	const maxBase = 200
+	if len(base) > maxBase {
+		base = base[:maxBase]
+	}
+	return fmt.Sprintf(".%s.dshfs-%s.tmp", base, hex.EncodeToString(r[:]))
+}
+
+// createFailure maps a failed no-replace publish the way the reference does.
+func (s *Store) createFailure(t Target, err error) error {
+	fi, lerr := s.root.Lstat(t.Key)
+	switch {
+	case lerr == nil && !fi.Mode().IsRegular():
+		return notRegular("write", t.Display)
+	case lerr == nil, errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.EEXIST):
+		return overwriteUnread(t.Display)
+	}
+	return osError("write", t.Display, err)
+}
