@@ -151,7 +151,7 @@ func TestContentHashSemantics(t *testing.T) {
 
 	later := time.Now().Add(time.Hour)
 	must(t, os.Chtimes(ts.path("f"), later, later)) // touch
-	ts.put("f", "stable content\n")                  // identical rewrite (new ctime, new mtime)
+	ts.put("f", "stable content\n")                 // identical rewrite (new ctime, new mtime)
 	if got := ts.version("f"); got != v {
 		t.Fatal("touch or identical rewrite changed the version")
 	}

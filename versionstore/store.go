@@ -20,6 +20,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Options tune a Store. The zero value is usable.
@@ -173,7 +174,7 @@ func openIndex(path string, log *slog.Logger) (*bolt.DB, error) {
 	}
 	bopts := &bolt.Options{Timeout: time.Second, NoSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType}
 	db, err := bolt.Open(path, 0o600, bopts)
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open index %s: another process holds it", path)
 	}
 	if err == nil {

@@ -99,7 +99,6 @@ func (s *Store) logErr(what, key string, err error) {
 type current struct {
 	fi      fs.FileInfo // nil when absent
 	version Version
-	data    []byte // the bytes hashed, when they were read whole
 }
 
 // probeLocked returns the version of key now. A clean, non-racy index entry

@@ -8,8 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"syscall"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 

@@ -1,0 +1,183 @@
+package versionstore
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var benchSizes = []struct {
+	name string
+	n    int
+}{{"4KiB", 4 << 10}, {"1MiB", 1 << 20}, {"64MiB", 64 << 20}}
+
+// benchText is n bytes of 64-byte lines with one "MARK-A" line in the middle.
+func benchText(n int) string {
+	line := strings.Repeat("abcdefghij", 6) + "xyz\n"
+	lines := strings.Repeat(line, n/len(line)+1)
+	half := n / 2 / len(line) * len(line)
+	text := lines[:half] + "MARK-A\n" + lines[half:]
+	return text[:n-1] + "\n"
+}
+
+func BenchmarkHash(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			buf := bytes.Repeat([]byte("x"), sz.n)
+			b.SetBytes(int64(sz.n))
+			for b.Loop() {
+				Sum(buf)
+			}
+		})
+	}
+}
+
+// BenchmarkBaselinePublish is the floor a tool write stands on: write a temp
+// file, fsync it, rename it over the target — no lock, no hash, no index.
+func BenchmarkBaselinePublish(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			data := []byte(benchText(sz.n))
+			dir := b.TempDir()
+			b.SetBytes(int64(sz.n))
+			for b.Loop() {
+				bareWriteFsyncRename(b, dir, data)
+			}
+		})
+	}
+}
+
+func bareWriteFsyncRename(b *testing.B, dir string, data []byte) {
+	tmp := filepath.Join(dir, ".f.tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	if err := os.Rename(tmp, filepath.Join(dir, "f")); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func benchStore(b *testing.B, content string) (*Store, Target) {
+	b.Helper()
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte(content), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(dir, filepath.Join(b.TempDir(), "index.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	tg, err := s.Resolve("f", "/ws/f", "edit")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, tg
+}
+
+// BenchmarkWrite is a guarded tool write (replace at the version last
+// written): lock, snapshot and CAS check, publish with fsync, index commit.
+func BenchmarkWrite(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			texts := [2]string{benchText(sz.n), strings.Replace(benchText(sz.n), "MARK-A", "MARK-B", 1)}
+			s, tg := benchStore(b, texts[0])
+			v := SumString(texts[0])
+			b.SetBytes(int64(sz.n))
+			i := 0
+			for b.Loop() {
+				i++
+				res, err := s.WriteText(tg, texts[i%2], Intent{Kind: IntentReplaceIfVersion, Version: v}, ToolWriter("bench"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				v = res.Version
+			}
+		})
+	}
+}
+
+// BenchmarkEdit is a guarded tool edit flipping one marker.
+func BenchmarkEdit(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			text := benchText(sz.n)
+			s, tg := benchStore(b, text)
+			v := SumString(text)
+			b.SetBytes(int64(sz.n))
+			edits := [2]Edit{{Old: "MARK-A", New: "MARK-B"}, {Old: "MARK-B", New: "MARK-A"}}
+			i := 0
+			for b.Loop() {
+				res, err := s.EditText(tg, edits[i%2], &v, ToolWriter("bench"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				v = res.Version
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkRead streams and hashes the whole file, as the read tool does.
+func BenchmarkRead(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			text := benchText(sz.n)
+			s, tg := benchStore(b, text)
+			b.SetBytes(int64(sz.n))
+			for b.Loop() {
+				if _, err := s.ReadText(tg, func(string) {}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEditVsBaseline interleaves a 4 KiB guarded edit with the bare
+// write+fsync+rename floor, on the same filesystem, and reports the ratio of
+// their mean times: the goal is at most 1.5.
+func BenchmarkEditVsBaseline(b *testing.B) {
+	text := benchText(4 << 10)
+	s, tg := benchStore(b, text)
+	v := SumString(text)
+	dir := b.TempDir()
+	data := []byte(text)
+	edits := [2]Edit{{Old: "MARK-A", New: "MARK-B"}, {Old: "MARK-B", New: "MARK-A"}}
+	var tEdit, tBase time.Duration
+	i := 0
+	for b.Loop() {
+		t0 := time.Now()
+		bareWriteFsyncRename(b, dir, data)
+		t1 := time.Now()
+		res, err := s.EditText(tg, edits[i%2], &v, ToolWriter("bench"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		tEdit += time.Since(t1)
+		tBase += t1.Sub(t0)
+		v = res.Version
+		i++
+	}
+	b.ReportMetric(float64(tBase.Microseconds())/float64(i), "baseline-µs/op")
+	b.ReportMetric(float64(tEdit.Microseconds())/float64(i), "edit-µs/op")
+	b.ReportMetric(float64(tEdit)/float64(tBase), "edit/baseline")
+}
+
+func ExampleVersion_String() {
+	fmt.Println(SumString("hello\n").String()[:11])
+	// Output: b3:38e4bfd2
+}
