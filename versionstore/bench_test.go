@@ -2,7 +2,6 @@ package versionstore
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,7 +176,3 @@ func BenchmarkEditVsBaseline(b *testing.B) {
 	b.ReportMetric(float64(tEdit)/float64(tBase), "edit/baseline")
 }
 
-func ExampleVersion_String() {
-	fmt.Println(SumString("hello\n").String()[:11])
-	// Output: b3:38e4bfd2
-}
