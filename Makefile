@@ -35,4 +35,4 @@ bench:
 	$(GO) test ./versionstore ./toolapi -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME)
 
 stress:
-	$(GO) test -race -count=1 -run 'Concurrent' -stress ./versionstore ./toolapi
+	$(GO) test -race -count=50 -run 'Concurrent' ./versionstore ./toolapi

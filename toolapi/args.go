@@ -1,0 +1,111 @@
+package toolapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+)
+
+// argError is a tool-level argument failure: a plain error with no code, as
+// the reference's validation errors.
+type argError string
+
+func (e argError) Error() string { return string(e) }
+
+// args holds decoded arguments, checked against their schema.
+type args map[string]any
+
+// decodeArgs parses raw against props and reports every violation the way
+// the reference's runtime does: `invalid arguments: v1; v2`.
+func decodeArgs(raw json.RawMessage, props []property) (args, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		raw = []byte("{}")
+	}
+	var obj map[string]json.RawMessage
+	if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
+		return nil, argError("invalid arguments: arguments must be a JSON object")
+	}
+	a := args{}
+	var violations []string
+	for _, p := range props {
+		v, ok := obj[p.name]
+		if !ok {
+			if p.required {
+				violations = append(violations, `missing required property "`+p.name+`"`)
+			}
+			continue
+		}
+		val, ok := decodeTyped(v, p.typ)
+		if !ok {
+			violations = append(violations, `"`+p.name+`" must be a `+p.typ)
+			continue
+		}
+		a[p.name] = val
+	}
+	if len(violations) > 0 {
+		return nil, argError("invalid arguments: " + strings.Join(violations, "; "))
+	}
+	return a, nil
+}
+
+func decodeTyped(raw json.RawMessage, typ string) (any, bool) {
+	switch typ {
+	case "string":
+		var s string
+		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+			return nil, false
+		}
+		return s, true
+	case "number":
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil || raw[0] == '"' {
+			return nil, false
+		}
+		return f, true
+	case "boolean":
+		var b bool
+		if err := json.Unmarshal(raw, &b); err != nil || raw[0] == 'n' {
+			return nil, false
+		}
+		return b, true
+	}
+	return nil, false
+}
+
+func (a args) str(name string) string {
+	s, _ := a[name].(string)
+	return s
+}
+
+func (a args) boolean(name string) bool {
+	b, _ := a[name].(bool)
+	return b
+}
+
+// number returns the argument and whether it was given.
+func (a args) number(name string) (float64, bool) {
+	f, ok := a[name].(float64)
+	return f, ok
+}
+
+// filePath applies the reference's first check of every tool.
+func (a args) filePath() (string, error) {
+	p := a.str("file_path")
+	if strings.TrimSpace(p) == "" {
+		return "", argError("file_path must be a non-empty string")
+	}
+	return p, nil
+}
+
+// positiveInt checks a 1-based count: finite, integral, at least 1.
+func positiveInt(f float64, name string) (int, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) || f < 1 {
+		return 0, argError(name + " must be a positive integer")
+	}
+	if f > math.MaxInt32 {
+		return math.MaxInt32, nil // beyond any file's line count; keeps arithmetic safe
+	}
+	return int(f), nil
+}

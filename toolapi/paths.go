@@ -1,0 +1,81 @@
+package toolapi
+
+import (
+	"path/filepath"
+	"regexp"
+
+	"github.com/dshfs/dshfs/versionstore"
+)
+
+// dotDotSegment is the reference's test for a ".." path segment.
+var dotDotSegment = regexp.MustCompile(`(?:^|[\\/])\.\.(?:[\\/]|$)`)
+
+// resolve turns a tool's file_path into a target. A relative path resolves
+// against cwd (default: the mount point); an absolute one may name the mount
+// point or the backing directory. The display path is always under the mount
+// point, which is what the agent's shell sees. Anything outside the
+// workspace, lexically or through a symlink, is FS_SANDBOX_DENIED.
+func (s *Service) resolve(cwd, filePath, verb string) (versionstore.Target, error) {
+	base, err := s.cwdDisplay(cwd)
+	if err != nil {
+		return versionstore.Target{}, err
+	}
+	if dotDotSegment.MatchString(base) || dotDotSegment.MatchString(filePath) {
+		// The reference canonicalises the session cwd when ".." is involved,
+		// so "../x" from a symlinked directory means what the shell means.
+		base = s.realDisplay(base)
+	}
+	display := filePath
+	if !filepath.IsAbs(display) {
+		display = filepath.Join(base, display)
+	}
+	display = filepath.Clean(display)
+	rel, ok := s.relOf(display)
+	if !ok {
+		return versionstore.Target{Display: display}, &versionstore.Error{
+			Code: versionstore.CodeSandboxDenied, Message: "cannot " + verb + ` "` + display + `": outside the workspace`}
+	}
+	return s.store.Resolve(rel, s.displayOf(rel), verb)
+}
+
+// cwdDisplay validates a request's cwd and expresses it under the mount point.
+func (s *Service) cwdDisplay(cwd string) (string, error) {
+	if cwd == "" {
+		return s.mount, nil
+	}
+	if !filepath.IsAbs(cwd) {
+		return "", argError(`cwd "` + cwd + `" must be an absolute path inside the workspace`)
+	}
+	rel, ok := s.relOf(filepath.Clean(cwd))
+	if !ok {
+		return "", argError(`cwd "` + cwd + `" is outside the workspace`)
+	}
+	return s.displayOf(rel), nil
+}
+
+// realDisplay resolves the symlinks of a display directory inside the
+// workspace, leaving it unchanged if that fails.
+func (s *Service) realDisplay(dir string) string {
+	rel, ok := s.relOf(dir)
+	if !ok {
+		return dir
+	}
+	t, err := s.store.Resolve(rel, dir, "resolve")
+	if err != nil {
+		return dir
+	}
+	return s.displayOf(t.Key)
+}
+
+// relOf maps an absolute, clean path under the mount point or the backing
+// directory to a workspace-relative one.
+func (s *Service) relOf(abs string) (string, bool) {
+	if rel, err := filepath.Rel(s.mount, abs); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+		return rel, true
+	}
+	return s.store.RelPath(abs)
+}
+
+func (s *Service) displayOf(rel string) string {
+	return filepath.Join(s.mount, filepath.FromSlash(rel))
+}

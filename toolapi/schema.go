@@ -1,0 +1,88 @@
+package toolapi
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// ToolDef is one model-facing tool: name, description and JSON Schema of its
+// arguments, byte-identical to the reference's.
+type ToolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// Tool names.
+const (
+	ToolRead  = "read"
+	ToolWrite = "write"
+	ToolEdit  = "edit"
+)
+
+// property is one argument in schema order; the order is also the order in
+// which argument violations are reported.
+type property struct {
+	name, typ, description string
+	required               bool
+}
+
+var (
+	writeProps = []property{
+		{"file_path", "string", "Path to write, resolved by the filesystem backend.", true},
+		{"content", "string", "Full UTF-8 text content to write.", true},
+	}
+	editProps = []property{
+		{"file_path", "string", "Path to edit, resolved by the filesystem backend.", true},
+		{"old_string", "string", "Literal text to replace. Must match exactly.", true},
+		{"new_string", "string", "Literal replacement text. Use an empty string to delete the match.", true},
+		{"replace_all", "boolean", "Replace all matches. Defaults to false; when false, old_string must appear exactly once.", false},
+	}
+)
+
+func readProps(readLimit int) []property {
+	return []property{
+		{"file_path", "string", "Path to read, resolved by the filesystem backend.", true},
+		{"offset", "number", "1-based first line to return. Defaults to 1.", false},
+		{"limit", "number", "Maximum number of lines to return. Defaults to " + strconv.Itoa(readLimit) + ".", false},
+	}
+}
+
+// schemaJSON renders props as the reference's parameter schema: an object
+// with the properties in order and the required list, and no
+// additionalProperties.
+func schemaJSON(props []property) json.RawMessage {
+	b := []byte(`{"type":"object","properties":{`)
+	var required []string
+	for i, p := range props {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, p.name)
+		b = append(b, `:{"type":`...)
+		b = strconv.AppendQuote(b, p.typ)
+		b = append(b, `,"description":`...)
+		desc, _ := json.Marshal(p.description)
+		b = append(b, desc...)
+		b = append(b, '}')
+		if p.required {
+			required = append(required, p.name)
+		}
+	}
+	b = append(b, `},"required":`...)
+	req, _ := json.Marshal(required)
+	b = append(b, req...)
+	return append(b, '}')
+}
+
+// Definitions returns the tool definitions for a read limit (the default is
+// DefaultReadLimit), for callers that list tools without a Service.
+func Definitions(readLimit int) []ToolDef { return toolDefs(readLimit) }
+
+func toolDefs(readLimit int) []ToolDef {
+	return []ToolDef{
+		{ToolRead, "Read a UTF-8 text file and return line-numbered content.", schemaJSON(readProps(readLimit))},
+		{ToolWrite, "Create or fully replace a UTF-8 text file.", schemaJSON(writeProps)},
+		{ToolEdit, "Edit an existing UTF-8 text file by replacing literal text.", schemaJSON(editProps)},
+	}
+}

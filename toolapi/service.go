@@ -1,0 +1,172 @@
+// Package toolapi owns the model-facing tools — read, write and edit — as
+// the reference stack defines them: their names, descriptions and schemas,
+// argument validation and its messages, path resolution against a cwd, the
+// read window, the result texts, the structured values and the remedies
+// appended to write and edit errors. Model-facing text matches the reference
+// byte for byte, except where the design contract says otherwise.
+//
+// It composes versionstore (versions, locks, publish) and policy (what each
+// actor saw). It never touches files itself and knows nothing of FUSE or the
+// socket that carries its calls.
+package toolapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"github.com/dshfs/dshfs/policy"
+	"github.com/dshfs/dshfs/versionstore"
+)
+
+// Config sets the read window limits; zero fields take the reference's defaults.
+type Config struct {
+	// MountPoint is where the agent sees the workspace; display paths are
+	// under it. Default: the backing directory itself.
+	MountPoint string
+	// ReadLimit is the default and maximum number of lines a read returns (2000).
+	ReadLimit int
+	// ReadMaxLineLength truncates longer lines, in UTF-16 code units (2000).
+	ReadMaxLineLength int
+	// ReadMaxBytes caps the bytes of returned line text (51200).
+	ReadMaxBytes int
+}
+
+// The reference's defaults.
+const (
+	DefaultReadLimit         = 2000
+	DefaultReadMaxLineLength = 2000
+	DefaultReadMaxBytes      = 50 * 1024
+)
+
+// Request is one tool call.
+type Request struct {
+	// Actor names whose observations the call uses and updates. Empty is the
+	// reference's "no owner": edits are refused and writes only create.
+	Actor string `json:"actor,omitempty"`
+	// Cwd is the absolute directory relative paths resolve against.
+	Cwd       string          `json:"cwd,omitempty"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Result is what a tool call produced. Text is exactly what the model sees.
+type Result struct {
+	Text    string     `json:"text"`
+	IsError bool       `json:"is_error"`
+	Error   *ErrorInfo `json:"error,omitempty"`
+	Value   any        `json:"value,omitempty"`
+}
+
+// ErrorInfo describes a failed call. Code is empty for argument errors,
+// which the reference raises without a code.
+type ErrorInfo struct {
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message"`
+}
+
+// ErrUnknownTool is returned by Call for a name that is not a tool.
+var ErrUnknownTool = errors.New("unknown tool")
+
+// Service serves the tools over one store.
+type Service struct {
+	store  *versionstore.Store
+	policy *policy.Policy // nil: the bare provider, no read-before-write
+	mount  string
+	cfg    Config
+	defs   []ToolDef
+}
+
+// New returns the tools over store, guarded by pol (nil for the bare mode).
+func New(store *versionstore.Store, pol *policy.Policy, cfg Config) (*Service, error) {
+	for _, f := range []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"readLimit", &cfg.ReadLimit, DefaultReadLimit},
+		{"readMaxLineLength", &cfg.ReadMaxLineLength, DefaultReadMaxLineLength},
+		{"readMaxBytes", &cfg.ReadMaxBytes, DefaultReadMaxBytes},
+	} {
+		switch {
+		case *f.v == 0:
+			*f.v = f.def
+		case *f.v < 0:
+			return nil, fmt.Errorf("tool-fs: %s must be a positive integer", f.name)
+		}
+	}
+	mount := cfg.MountPoint
+	if mount == "" {
+		mount = store.Root()
+	}
+	if !filepath.IsAbs(mount) {
+		return nil, fmt.Errorf("toolapi: mount point %q must be absolute", mount)
+	}
+	return &Service{store: store, policy: pol, mount: filepath.Clean(mount), cfg: cfg, defs: toolDefs(cfg.ReadLimit)}, nil
+}
+
+// Tools lists the model-facing tool definitions.
+func (s *Service) Tools() []ToolDef { return s.defs }
+
+// Call runs the tool name. Failures of the call itself are in the Result;
+// the error is only ErrUnknownTool.
+func (s *Service) Call(ctx context.Context, name string, req Request) (Result, error) {
+	switch name {
+	case ToolRead:
+		return s.read(req), nil
+	case ToolWrite:
+		return s.write(req), nil
+	case ToolEdit:
+		return s.edit(req), nil
+	}
+	return Result{}, fmt.Errorf("%w %q", ErrUnknownTool, name)
+}
+
+// failure is the result of a failed call: `Error: <message>`.
+func failure(err error) Result {
+	info := &ErrorInfo{Message: err.Error()}
+	var fe *versionstore.Error
+	if errors.As(err, &fe) {
+		info.Code, info.Message = string(fe.Code), fe.Message
+	} else if _, ok := err.(argError); !ok {
+		// Not a coded filesystem error and not an argument error: an
+		// internal fault. Say so plainly rather than leak a Go error string.
+		info.Code = string(versionstore.CodeIOError)
+		info.Message = "internal error: " + err.Error()
+	}
+	return Result{Text: "Error: " + info.Message, IsError: true, Error: info}
+}
+
+// remedy appends the reference's model-facing hint to write and edit errors.
+func remedy(err error) error {
+	var fe *versionstore.Error
+	if !errors.As(err, &fe) {
+		return err
+	}
+	suffix := ""
+	switch fe.Code {
+	case versionstore.CodeStaleVersion:
+		suffix = " — re-read the file, then retry"
+	case versionstore.CodeNotObserved:
+		suffix = " — read the file, then retry"
+	default:
+		return err
+	}
+	return &versionstore.Error{Code: fe.Code, Message: fe.Message + suffix, Err: fe}
+}
+
+// observe records what actor saw. A failure to record makes the call an
+// error even though any mutation already committed, as in the reference.
+func (s *Service) observe(actor, key string, o policy.Observation) error {
+	if s.policy == nil {
+		return nil
+	}
+	if err := s.policy.Observe(actor, key, o); err != nil {
+		return fmt.Errorf("record observation: %w", err)
+	}
+	return nil
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
