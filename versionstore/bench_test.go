@@ -175,4 +175,3 @@ func BenchmarkEditVsBaseline(b *testing.B) {
 	b.ReportMetric(float64(tEdit.Microseconds())/float64(i), "edit-µs/op")
 	b.ReportMetric(float64(tEdit)/float64(tBase), "edit/baseline")
 }
-
