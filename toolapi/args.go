@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -17,24 +18,27 @@ func (e argError) Error() string { return string(e) }
 type args map[string]any
 
 // decodeArgs parses raw against props and reports every violation the way
-// the reference's runtime does: `invalid arguments: v1; v2`.
+// the reference's runtime does — missing required properties first, then
+// type errors, each in schema order: `invalid arguments: v1; v2`.
 func decodeArgs(raw json.RawMessage, props []property) (args, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		raw = []byte("{}")
+		raw = []byte("{}") // no arguments at all: report what is missing
 	}
 	var obj map[string]json.RawMessage
 	if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
-		return nil, argError("invalid arguments: arguments must be a JSON object")
+		return nil, argError(`invalid arguments: "arguments" must be an object`)
+	}
+	var violations []string
+	for _, p := range props {
+		if _, ok := obj[p.name]; !ok && p.required {
+			violations = append(violations, `missing required property "`+p.name+`"`)
+		}
 	}
 	a := args{}
-	var violations []string
 	for _, p := range props {
 		v, ok := obj[p.name]
 		if !ok {
-			if p.required {
-				violations = append(violations, `missing required property "`+p.name+`"`)
-			}
 			continue
 		}
 		val, ok := decodeTyped(v, p.typ)
@@ -60,13 +64,13 @@ func decodeTyped(raw json.RawMessage, typ string) (any, bool) {
 		return s, true
 	case "number":
 		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil || raw[0] == '"' {
-			return nil, false
+		if c := raw[0]; c != '-' && (c < '0' || c > '9') || json.Unmarshal(raw, &f) != nil {
+			return nil, false // only a JSON number token: not null, not a string
 		}
 		return f, true
 	case "boolean":
 		var b bool
-		if err := json.Unmarshal(raw, &b); err != nil || raw[0] == 'n' {
+		if c := raw[0]; c != 't' && c != 'f' || json.Unmarshal(raw, &b) != nil {
 			return nil, false
 		}
 		return b, true
@@ -108,4 +112,13 @@ func positiveInt(f float64, name string) (int, error) {
 		return math.MaxInt32, nil // beyond any file's line count; keeps arithmetic safe
 	}
 	return int(f), nil
+}
+
+// jsNumber formats a number the way JavaScript prints it, for messages that
+// quote an argument back.
+func jsNumber(f float64) string {
+	if math.Abs(f) < 1e21 {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
 }

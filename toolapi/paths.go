@@ -3,6 +3,7 @@ package toolapi
 import (
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/dshfs/dshfs/versionstore"
 )
@@ -20,10 +21,10 @@ func (s *Service) resolve(cwd, filePath, verb string) (versionstore.Target, erro
 	if err != nil {
 		return versionstore.Target{}, err
 	}
-	if dotDotSegment.MatchString(base) || dotDotSegment.MatchString(filePath) {
+	if dotDotSegment.MatchString(cwd) || dotDotSegment.MatchString(filePath) {
 		// The reference canonicalises the session cwd when ".." is involved,
 		// so "../x" from a symlinked directory means what the shell means.
-		base = s.realDisplay(base)
+		base = s.realDisplay(cwd, base)
 	}
 	display := filePath
 	if !filepath.IsAbs(display) {
@@ -53,18 +54,33 @@ func (s *Service) cwdDisplay(cwd string) (string, error) {
 	return s.displayOf(rel), nil
 }
 
-// realDisplay resolves the symlinks of a display directory inside the
-// workspace, leaving it unchanged if that fails.
-func (s *Service) realDisplay(dir string) string {
-	rel, ok := s.relOf(dir)
+// realDisplay is realpath(cwd) expressed under the mount point: symlinks
+// resolved inside the workspace, and a ".." in cwd applied after the symlink
+// before it, as the kernel does. It returns base if that fails.
+func (s *Service) realDisplay(cwd, base string) string {
+	rel, ok := s.relOf(base)
+	if cwd != "" {
+		rel, ok = s.relUnclean(cwd)
+	}
 	if !ok {
-		return dir
+		return base
 	}
-	t, err := s.store.Resolve(rel, dir, "resolve")
+	key, err := s.store.RealPath(rel)
 	if err != nil {
-		return dir
+		return base
 	}
-	return s.displayOf(t.Key)
+	return s.displayOf(key)
+}
+
+// relUnclean maps an absolute path under the mount point or the backing
+// directory to a relative one, keeping its ".." segments for the resolver.
+func (s *Service) relUnclean(abs string) (string, bool) {
+	for _, root := range append([]string{s.mount}, s.store.Roots()...) {
+		if rest, ok := strings.CutPrefix(abs, root); ok && (rest == "" || rest[0] == '/') {
+			return strings.TrimLeft(rest, "/"), true
+		}
+	}
+	return "", false
 }
 
 // relOf maps an absolute, clean path under the mount point or the backing

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/dshfs/dshfs/policy"
 	"github.com/dshfs/dshfs/versionstore"
@@ -113,15 +114,21 @@ func (s *Service) Tools() []ToolDef { return s.defs }
 // Call runs the tool name. Failures of the call itself are in the Result;
 // the error is only ErrUnknownTool.
 func (s *Service) Call(ctx context.Context, name string, req Request) (Result, error) {
+	var run func(context.Context, Request) Result
 	switch name {
 	case ToolRead:
-		return s.read(req), nil
+		run = s.read
 	case ToolWrite:
-		return s.write(req), nil
+		run = s.write
 	case ToolEdit:
-		return s.edit(req), nil
+		run = s.edit
+	default:
+		return Result{}, fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
-	return Result{}, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	if strings.IndexByte(req.Actor, 0) >= 0 {
+		return failure(argError("actor must not contain a NUL byte")), nil
+	}
+	return run(ctx, req), nil
 }
 
 // failure is the result of a failed call: `Error: <message>`.
@@ -163,10 +170,7 @@ func (s *Service) observe(actor, key string, o policy.Observation) error {
 	if s.policy == nil {
 		return nil
 	}
-	if err := s.policy.Observe(actor, key, o); err != nil {
-		return fmt.Errorf("record observation: %w", err)
-	}
-	return nil
+	return s.policy.Observe(actor, key, o)
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

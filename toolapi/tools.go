@@ -1,6 +1,8 @@
 package toolapi
 
 import (
+	"context"
+
 	"github.com/dshfs/dshfs/policy"
 	"github.com/dshfs/dshfs/versionstore"
 )
@@ -32,7 +34,7 @@ type EditValue struct {
 	Version      versionstore.Version `json:"version"`
 }
 
-func (s *Service) read(req Request) Result {
+func (s *Service) read(ctx context.Context, req Request) Result {
 	a, err := decodeArgs(req.Arguments, readProps(s.cfg.ReadLimit))
 	if err != nil {
 		return failure(err)
@@ -41,12 +43,16 @@ func (s *Service) read(req Request) Result {
 	if err != nil {
 		return failure(err)
 	}
+	offsetText := itoa(offset)
+	if f, ok := a.number("offset"); ok {
+		offsetText = jsNumber(f) // as given, even past the clamp
+	}
 	t, err := s.resolve(req.Cwd, p, "read")
 	if err != nil {
 		return failure(err)
 	}
 	w := newWindow(offset, limit, s.cfg.ReadMaxLineLength, s.cfg.ReadMaxBytes)
-	v, err := s.store.ReadText(t, w.Write)
+	v, err := s.store.ReadText(ctx, t, w.Write)
 	if versionstore.CodeOf(err) == versionstore.CodeNotFound {
 		if oerr := s.observe(req.Actor, t.Key, policy.Absent); oerr != nil {
 			return failure(oerr)
@@ -58,7 +64,7 @@ func (s *Service) read(req Request) Result {
 	lines, total, capped := w.Finish()
 	if !capped && offset > total && !(total == 0 && offset == 1) {
 		return failure(&versionstore.Error{Code: versionstore.CodeNotFound,
-			Message: "offset " + itoa(offset) + ` is out of range for "` + t.Display + `" (` + itoa(total) + " lines)"})
+			Message: "offset " + offsetText + ` is out of range for "` + t.Display + `" (` + itoa(total) + " lines)"})
 	}
 	if err := s.observe(req.Actor, t.Key, policy.Present(v)); err != nil {
 		return failure(err)
@@ -94,7 +100,7 @@ func (s *Service) readArgs(a args) (p string, offset, limit int, err error) {
 	return
 }
 
-func (s *Service) write(req Request) Result {
+func (s *Service) write(ctx context.Context, req Request) Result {
 	a, err := decodeArgs(req.Arguments, writeProps)
 	if err != nil {
 		return failure(err)
@@ -113,7 +119,7 @@ func (s *Service) write(req Request) Result {
 			return failure(err)
 		}
 	}
-	res, err := s.store.WriteText(t, a.str("content"), intent, versionstore.ToolWriter(req.Actor))
+	res, err := s.store.WriteText(ctx, t, a.str("content"), intent, versionstore.ToolWriter(req.Actor))
 	if err != nil {
 		return failure(remedy(err))
 	}
@@ -130,7 +136,7 @@ func (s *Service) write(req Request) Result {
 	}
 }
 
-func (s *Service) edit(req Request) Result {
+func (s *Service) edit(ctx context.Context, req Request) Result {
 	a, err := decodeArgs(req.Arguments, editProps)
 	if err != nil {
 		return failure(err)
@@ -150,7 +156,7 @@ func (s *Service) edit(req Request) Result {
 	if err != nil {
 		return failure(err)
 	}
-	res, err := s.editGuarded(req.Actor, t, e)
+	res, err := s.editGuarded(ctx, req.Actor, t, e)
 	if err != nil {
 		return failure(remedy(err))
 	}
@@ -169,7 +175,7 @@ func (s *Service) edit(req Request) Result {
 
 // editGuarded asks the policy for the version the actor may edit at, then
 // edits under the store's compare-and-swap.
-func (s *Service) editGuarded(actor string, t versionstore.Target, e versionstore.Edit) (versionstore.EditResult, error) {
+func (s *Service) editGuarded(ctx context.Context, actor string, t versionstore.Target, e versionstore.Edit) (versionstore.EditResult, error) {
 	var expected *versionstore.Version
 	if s.policy != nil {
 		v, err := s.policy.EditIntent(actor, t.Key, t.Display)
@@ -178,5 +184,5 @@ func (s *Service) editGuarded(actor string, t versionstore.Target, e versionstor
 		}
 		expected = &v
 	}
-	return s.store.EditText(t, e, expected, versionstore.ToolWriter(actor))
+	return s.store.EditText(ctx, t, e, expected, versionstore.ToolWriter(actor))
 }

@@ -2,6 +2,7 @@ package versionstore
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,7 +99,7 @@ func BenchmarkWrite(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				res, err := s.WriteText(tg, texts[i%2], Intent{Kind: IntentReplaceIfVersion, Version: v}, ToolWriter("bench"))
+				res, err := s.WriteText(context.Background(), tg, texts[i%2], Intent{Kind: IntentReplaceIfVersion, Version: v}, ToolWriter("bench"))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -119,7 +120,7 @@ func BenchmarkEdit(b *testing.B) {
 			edits := [2]Edit{{Old: "MARK-A", New: "MARK-B"}, {Old: "MARK-B", New: "MARK-A"}}
 			i := 0
 			for b.Loop() {
-				res, err := s.EditText(tg, edits[i%2], &v, ToolWriter("bench"))
+				res, err := s.EditText(context.Background(), tg, edits[i%2], &v, ToolWriter("bench"))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -138,7 +139,7 @@ func BenchmarkRead(b *testing.B) {
 			s, tg := benchStore(b, text)
 			b.SetBytes(int64(sz.n))
 			for b.Loop() {
-				if _, err := s.ReadText(tg, func(string) {}); err != nil {
+				if _, err := s.ReadText(context.Background(), tg, func(string) {}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -162,7 +163,7 @@ func BenchmarkEditVsBaseline(b *testing.B) {
 		t0 := time.Now()
 		bareWriteFsyncRename(b, dir, data)
 		t1 := time.Now()
-		res, err := s.EditText(tg, edits[i%2], &v, ToolWriter("bench"))
+		res, err := s.EditText(context.Background(), tg, edits[i%2], &v, ToolWriter("bench"))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package versionstore
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ func (ts *testStore) edit(rel string, e Edit, expected *Version) (EditResult, er
 	if err != nil {
 		return EditResult{}, err
 	}
-	return ts.EditText(tg, e, expected, ToolWriter("agent"))
+	return ts.EditText(context.Background(), tg, e, expected, ToolWriter("agent"))
 }
 
 func TestEditGuarded(t *testing.T) {

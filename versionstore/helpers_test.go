@@ -1,6 +1,7 @@
 package versionstore
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -112,7 +113,7 @@ func (ts *testStore) target(rel string) Target {
 // readAll reads rel through the store and returns its text and version.
 func (ts *testStore) readAll(rel string) (string, Version, error) {
 	var b strings.Builder
-	v, err := ts.ReadText(ts.target(rel), func(s string) { b.WriteString(s) })
+	v, err := ts.ReadText(context.Background(), ts.target(rel), func(s string) { b.WriteString(s) })
 	return b.String(), v, err
 }
 

@@ -2,6 +2,7 @@ package versionstore
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -63,7 +64,10 @@ func (s *Store) openRegular(t Target, verb string) (*os.File, fs.FileInfo, error
 // FS_NOT_FOUND (absent), FS_NOT_REGULAR_FILE, FS_NOT_TEXT ("binary file" for
 // a NUL in the first 8192 bytes, else "invalid UTF-8 text" anywhere).
 // sink may already have seen chunks when an error is returned.
-func (s *Store) ReadText(t Target, sink func(string)) (Version, error) {
+func (s *Store) ReadText(ctx context.Context, t Target, sink func(string)) (Version, error) {
+	if ctx.Err() != nil {
+		return Version{}, aborted("read")
+	}
 	fi, err := s.statTarget(t, "read")
 	if err != nil {
 		return Version{}, err
@@ -80,7 +84,7 @@ func (s *Store) ReadText(t Target, sink func(string)) (Version, error) {
 		return Version{}, err
 	}
 	defer f.Close()
-	v, err := streamText(f, sink, t.Display)
+	v, err := streamText(ctx, f, sink, t.Display)
 	if err != nil {
 		return Version{}, err
 	}
@@ -91,12 +95,15 @@ func (s *Store) ReadText(t Target, sink func(string)) (Version, error) {
 }
 
 // streamText hashes every byte of r while decoding it into sink.
-func streamText(r io.Reader, sink func(string), display string) (Version, error) {
+func streamText(ctx context.Context, r io.Reader, sink func(string), display string) (Version, error) {
 	h := blake3.New()
 	buf := make([]byte, chunkSize)
 	var carry int // bytes of an incomplete rune kept at the front of buf
 	first := true
 	for {
+		if ctx.Err() != nil {
+			return Version{}, aborted("read")
+		}
 		n, err := io.ReadFull(r, buf[carry:])
 		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
 			return Version{}, osError("read", display, err)

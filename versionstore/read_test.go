@@ -1,6 +1,7 @@
 package versionstore
 
 import (
+	"context"
 	"os"
 	"strings"
 	"syscall"
@@ -22,7 +23,7 @@ func TestReadText(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ts.put("f", tc.content)
 			var chunks []string
-			v, err := ts.ReadText(ts.target("f"), func(s string) { chunks = append(chunks, s) })
+			v, err := ts.ReadText(context.Background(), ts.target("f"), func(s string) { chunks = append(chunks, s) })
 			must(t, err)
 			if got := strings.Join(chunks, ""); got != tc.want {
 				t.Fatalf("text = %q, want %q", abbrev(got), abbrev(tc.want))

@@ -126,6 +126,19 @@ func (s *Store) relToRoot(abs string) (string, bool) {
 	return "", false
 }
 
+// RealPath resolves a relative path that may hold ".." segments, following
+// symlinks the way the kernel does (a ".." applies to where a link led).
+// The result must exist and stay inside the workspace.
+func (s *Store) RealPath(rel string) (string, error) {
+	if strings.IndexByte(rel, 0) >= 0 || filepath.IsAbs(rel) {
+		return "", errMissing
+	}
+	return s.walk(splitPath(filepath.ToSlash(rel)), "resolve", rel)
+}
+
+// Roots lists the absolute paths that name the workspace root.
+func (s *Store) Roots() []string { return append([]string(nil), s.roots...) }
+
 // RelPath maps an absolute path under the workspace (its real path, the
 // path it was opened with, or an alias root) to a clean relative path.
 func (s *Store) RelPath(abs string) (string, bool) { return s.relToRoot(abs) }

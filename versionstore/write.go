@@ -1,6 +1,7 @@
 package versionstore
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -62,10 +63,13 @@ const DefaultDiffBasisMaxBytes = 10 << 20
 // Errors follow the reference: FS_NOT_REGULAR_FILE for a non-file target;
 // FS_STALE_VERSION when a guarded replace meets a missing or different file;
 // FS_NOT_OBSERVED when a guarded create meets an existing file.
-func (s *Store) WriteText(t Target, content string, intent Intent, w Writer) (WriteResult, error) {
+func (s *Store) WriteText(ctx context.Context, t Target, content string, intent Intent, w Writer) (WriteResult, error) {
+	var res WriteResult
+	if ctx.Err() != nil {
+		return res, aborted("write")
+	}
 	unlock := s.locks.Lock(t.Key)
 	defer unlock()
-	var res WriteResult
 	keep := int64(0)
 	if len(content) < s.diffBasisMax && intent.Kind != IntentCreateIfAbsent {
 		keep = int64(s.diffBasisMax)
@@ -86,7 +90,7 @@ func (s *Store) WriteText(t Target, content string, intent Intent, w Writer) (Wr
 		perm = cur.fi.Mode().Perm()
 	}
 	data := []byte(content)
-	fi, err := s.publish(t, "write", data, perm, cur.fi, intent.Kind == IntentCreateIfAbsent)
+	fi, err := s.publish(ctx, t, "write", data, perm, cur.fi, intent.Kind == IntentCreateIfAbsent)
 	if err != nil {
 		s.recordSeen(t.Key, cur)
 		return res, err
@@ -122,13 +126,16 @@ func writeAllowed(t Target, cur snapshot, intent Intent) error {
 // before matching, so a stale file never reports a match failure. A missing
 // target is FS_STALE_VERSION even without expected, as in the reference.
 // A UTF-8 BOM is kept; line endings follow the file's dominant style.
-func (s *Store) EditText(t Target, e Edit, expected *Version, w Writer) (EditResult, error) {
+func (s *Store) EditText(ctx context.Context, t Target, e Edit, expected *Version, w Writer) (EditResult, error) {
+	var res EditResult
+	if ctx.Err() != nil {
+		return res, aborted("edit")
+	}
 	unlock := s.locks.Lock(t.Key)
 	defer unlock()
-	var res EditResult
 	cur, err := s.snapshotLocked(t, "edit", -1)
 	if err == nil {
-		res, err = s.editLocked(t, cur, e, expected, w)
+		res, err = s.editLocked(ctx, t, cur, e, expected, w)
 	}
 	if err != nil {
 		s.recordSeen(t.Key, cur)
@@ -136,7 +143,7 @@ func (s *Store) EditText(t Target, e Edit, expected *Version, w Writer) (EditRes
 	return res, err
 }
 
-func (s *Store) editLocked(t Target, cur snapshot, e Edit, expected *Version, w Writer) (EditResult, error) {
+func (s *Store) editLocked(ctx context.Context, t Target, cur snapshot, e Edit, expected *Version, w Writer) (EditResult, error) {
 	var res EditResult
 	switch {
 	case cur.fi == nil:
@@ -158,7 +165,7 @@ func (s *Store) editLocked(t Target, cur snapshot, e Edit, expected *Version, w 
 		out = string(bom) + out
 	}
 	data := []byte(out)
-	fi, err := s.publish(t, "edit", data, cur.fi.Mode().Perm(), cur.fi, false)
+	fi, err := s.publish(ctx, t, "edit", data, cur.fi.Mode().Perm(), cur.fi, false)
 	if err != nil {
 		return res, err
 	}
@@ -177,6 +184,11 @@ func checkEditable(raw []byte, display string) error {
 		return invalidUTF8("edit", display)
 	}
 	return nil
+}
+
+// aborted is the reference's FS_ABORTED for a cancelled operation.
+func aborted(verb string) *Error {
+	return &Error{Code: CodeAborted, Message: verb + " aborted"}
 }
 
 func stale(verb, display string) *Error {
@@ -214,7 +226,7 @@ func (s *Store) commitPublished(t Target, prior snapshot, fi fs.FileInfo, data [
 // replaced: resolution already points t at the link's target, and a dangling
 // link is not a regular file. On failure nothing is left behind and the
 // target is untouched. It returns the stat of the published file.
-func (s *Store) publish(t Target, verb string, data []byte, perm fs.FileMode, prior fs.FileInfo, create bool) (fs.FileInfo, error) {
+func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte, perm fs.FileMode, prior fs.FileInfo, create bool) (fs.FileInfo, error) {
 	dir, base := path.Split(t.Key)
 	if dir != "" {
 		if err := s.root.MkdirAll(path.Clean(dir), s.dirMode); err != nil {
@@ -228,6 +240,10 @@ func (s *Store) publish(t Target, verb string, data []byte, perm fs.FileMode, pr
 	defer s.root.Remove(tmp) // after a link it is the extra name; after a rename, already gone
 	if s.beforePublish != nil {
 		s.beforePublish()
+	}
+	if ctx.Err() != nil {
+		// The last point at which a cancelled call changes nothing.
+		return nil, aborted(verb)
 	}
 	if create {
 		if err := s.root.Link(tmp, t.Key); err != nil {

@@ -1,6 +1,7 @@
 package versionstore
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -21,7 +22,7 @@ func (ts *testStore) write(rel, content string, in Intent) (WriteResult, error) 
 	if err != nil {
 		return WriteResult{}, err
 	}
-	return ts.WriteText(tg, content, in, ToolWriter("agent"))
+	return ts.WriteText(context.Background(), tg, content, in, ToolWriter("agent"))
 }
 
 func TestWriteCreateIfAbsent(t *testing.T) {
@@ -58,7 +59,7 @@ func TestWriteCreateRaceCompetitorPreserved(t *testing.T) {
 	tg, err := ts.Resolve("link/f.txt", "/ws/link/f.txt", "write")
 	must(t, err)
 	ts.beforePublish = func() { ts.put("real/f.txt", "competitor") }
-	_, err = ts.WriteText(tg, "mine", createOnly, ToolWriter("agent"))
+	_, err = ts.WriteText(context.Background(), tg, "mine", createOnly, ToolWriter("agent"))
 	wantErr(t, err, CodeNotObserved, `cannot overwrite existing "/ws/link/f.txt" without reading it first`)
 	if ts.get("real/f.txt") != "competitor" {
 		t.Fatal("competitor overwritten")
@@ -68,7 +69,7 @@ func TestWriteCreateRaceCompetitorPreserved(t *testing.T) {
 	tg, err = ts.Resolve("link/d", "/ws/link/d", "write")
 	must(t, err)
 	ts.beforePublish = func() { must(t, os.Mkdir(ts.path("real/d"), 0o755)) }
-	_, err = ts.WriteText(tg, "mine", createOnly, ToolWriter("agent"))
+	_, err = ts.WriteText(context.Background(), tg, "mine", createOnly, ToolWriter("agent"))
 	wantErr(t, err, CodeNotRegularFile, `cannot write "/ws/link/d": not a regular file`)
 	ts.beforePublish = nil
 	noTemps(t, ts.dir)
@@ -142,7 +143,7 @@ func TestWriteKeepsModeAndSymlink(t *testing.T) {
 	if link.Key != "real.txt" {
 		t.Fatalf("alias key = %q", link.Key)
 	}
-	_, err = ts.WriteText(link, "new", replaceAt(SumString("old")), ToolWriter("agent"))
+	_, err = ts.WriteText(context.Background(), link, "new", replaceAt(SumString("old")), ToolWriter("agent"))
 	must(t, err)
 	if fi, err := os.Lstat(ts.path("alias")); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		t.Fatal("the symlink was replaced")
@@ -207,9 +208,9 @@ func TestConcurrentGuardedMutations(t *testing.T) {
 			wg.Go(func() {
 				tg := ts.target("f")
 				if i%2 == 0 {
-					_, errs[i] = ts.WriteText(tg, "writer", replaceAt(v), ToolWriter("w"))
+					_, errs[i] = ts.WriteText(context.Background(), tg, "writer", replaceAt(v), ToolWriter("w"))
 				} else {
-					_, errs[i] = ts.EditText(tg, Edit{Old: "base", New: "edited"}, &v, ToolWriter("e"))
+					_, errs[i] = ts.EditText(context.Background(), tg, Edit{Old: "base", New: "edited"}, &v, ToolWriter("e"))
 				}
 			})
 		}
@@ -243,4 +244,22 @@ func TestWriteReturnedVersionMatchesDisk(t *testing.T) {
 	if res.Version != Sum(b) {
 		t.Fatal("returned version is not the hash of the bytes on disk")
 	}
+}
+
+// Cancellation is honoured up to the publish and no later: a call cancelled
+// after its checks leaves the file and its directory as they were.
+func TestCancelBeforePublish(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("f", "one")
+	v := ts.version("f")
+	ctx, cancel := context.WithCancel(context.Background())
+	ts.beforePublish = cancel
+	_, err := ts.WriteText(ctx, ts.target("f"), "two", replaceAt(v), ToolWriter("a"))
+	wantErr(t, err, CodeAborted, "write aborted")
+	_, err = ts.EditText(ctx, ts.target("f"), Edit{Old: "one", New: "two"}, &v, ToolWriter("a"))
+	wantErr(t, err, CodeAborted, "edit aborted")
+	if ts.get("f") != "one" {
+		t.Fatal("a cancelled call changed the file")
+	}
+	noTemps(t, ts.dir)
 }
