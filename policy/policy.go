@@ -69,6 +69,9 @@ func (p *Policy) Observe(actor, key string, o Observation) error {
 	if bytes.IndexByte([]byte(actor), 0) >= 0 {
 		return fmt.Errorf("record observation: actor contains a NUL byte")
 	}
+	if prev, found, err := p.Lookup(actor, key); err == nil && found && prev == o {
+		return nil // unchanged: a read-only transaction is much cheaper than a commit
+	}
 	val := absentMark
 	if o.Present {
 		val = o.Version[:]

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync"
 	"syscall"
 	"unicode/utf8"
 
@@ -21,6 +22,10 @@ const (
 )
 
 var bom = []byte{0xEF, 0xBB, 0xBF}
+
+// chunkPool recycles read buffers: a read of a small file should not cost a
+// 64 KiB allocation.
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
 
 // statTarget stats t's key, following a final symlink. An absent file (or a
 // dangling link) is (nil, nil).
@@ -97,7 +102,9 @@ func (s *Store) ReadText(ctx context.Context, t Target, sink func(string)) (Vers
 // streamText hashes every byte of r while decoding it into sink.
 func streamText(ctx context.Context, r io.Reader, sink func(string), display string) (Version, error) {
 	h := blake3.New()
-	buf := make([]byte, chunkSize)
+	bp := chunkPool.Get().(*[]byte)
+	defer chunkPool.Put(bp)
+	buf := *bp
 	var carry int // bytes of an incomplete rune kept at the front of buf
 	first := true
 	for {
