@@ -166,11 +166,22 @@ func remedy(err error) error {
 
 // observe records what actor saw. A failure to record makes the call an
 // error even though any mutation already committed, as in the reference.
-func (s *Service) observe(actor, key string, o policy.Observation) error {
+func (s *Service) observe(actor string, t versionstore.Target, verb string, o policy.Observation) error {
 	if s.policy == nil {
 		return nil
 	}
-	return s.policy.Observe(actor, key, o)
+	return indexFailure(verb, t, s.policy.Observe(actor, t.Key, o))
+}
+
+// indexFailure gives a failure of the index itself (not a policy decision,
+// which is already coded) the FS_IO_ERROR form of every other I/O failure.
+func indexFailure(verb string, t versionstore.Target, err error) error {
+	var fe *versionstore.Error
+	if err == nil || errors.As(err, &fe) {
+		return err
+	}
+	return &versionstore.Error{Code: versionstore.CodeIOError, Err: err,
+		Message: "cannot " + verb + ` "` + t.Display + `": index: ` + err.Error()}
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

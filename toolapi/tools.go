@@ -54,7 +54,7 @@ func (s *Service) read(ctx context.Context, req Request) Result {
 	w := newWindow(offset, limit, s.cfg.ReadMaxLineLength, s.cfg.ReadMaxBytes)
 	v, err := s.store.ReadText(ctx, t, w.Write)
 	if versionstore.CodeOf(err) == versionstore.CodeNotFound {
-		if oerr := s.observe(req.Actor, t.Key, policy.Absent); oerr != nil {
+		if oerr := s.observe(req.Actor, t, "read", policy.Absent); oerr != nil {
 			return failure(oerr)
 		}
 	}
@@ -66,7 +66,7 @@ func (s *Service) read(ctx context.Context, req Request) Result {
 		return failure(&versionstore.Error{Code: versionstore.CodeNotFound,
 			Message: "offset " + offsetText + ` is out of range for "` + t.Display + `" (` + itoa(total) + " lines)"})
 	}
-	if err := s.observe(req.Actor, t.Key, policy.Present(v)); err != nil {
+	if err := s.observe(req.Actor, t, "read", policy.Present(v)); err != nil {
 		return failure(err)
 	}
 	if lines == nil {
@@ -116,14 +116,14 @@ func (s *Service) write(ctx context.Context, req Request) Result {
 	intent := versionstore.Intent{}
 	if s.policy != nil {
 		if intent, err = s.policy.WriteIntent(req.Actor, t.Key); err != nil {
-			return failure(err)
+			return failure(indexFailure("write", t, err))
 		}
 	}
 	res, err := s.store.WriteText(ctx, t, a.str("content"), intent, versionstore.ToolWriter(req.Actor))
 	if err != nil {
 		return failure(remedy(err))
 	}
-	if err := s.observe(req.Actor, t.Key, policy.Present(res.Version)); err != nil {
+	if err := s.observe(req.Actor, t, "write", policy.Present(res.Version)); err != nil {
 		return failure(err)
 	}
 	op, msg := "update", "Updated file"
@@ -160,7 +160,7 @@ func (s *Service) edit(ctx context.Context, req Request) Result {
 	if err != nil {
 		return failure(remedy(err))
 	}
-	if err := s.observe(req.Actor, t.Key, policy.Present(res.Version)); err != nil {
+	if err := s.observe(req.Actor, t, "edit", policy.Present(res.Version)); err != nil {
 		return failure(err)
 	}
 	text := "The file " + t.Display + " has been updated successfully."
@@ -180,7 +180,7 @@ func (s *Service) editGuarded(ctx context.Context, actor string, t versionstore.
 	if s.policy != nil {
 		v, err := s.policy.EditIntent(actor, t.Key, t.Display)
 		if err != nil {
-			return versionstore.EditResult{}, err
+			return versionstore.EditResult{}, indexFailure("edit", t, err)
 		}
 		expected = &v
 	}

@@ -240,11 +240,9 @@ func TestSchemaViolations(t *testing.T) {
 	mustOK(t, h.call(ToolWrite, agent, `{"file_path":"f.txt","content":"x","extra":1}`))
 }
 
-// The reference's validator (packages/core/tools/src/json-schema.ts,
-// checkValue, case 'object') reports every missing required property first,
-// in `required` order, and only then the type violations of the properties
-// that are present, in `properties` order. dshfs interleaves them in
-// property order.
+// Every missing required property is reported first, in `required` order,
+// and only then the type violations of the properties that are present, in
+// `properties` order.
 func TestSchemaViolationsRequiredBeforeTypeErrors(t *testing.T) {
 	h := newHarness(t)
 	tests := []struct {
@@ -265,10 +263,8 @@ func TestSchemaViolationsRequiredBeforeTypeErrors(t *testing.T) {
 	}
 }
 
-// Arguments that are JSON but not an object fail the reference's root
-// check, whose diagnostic path is "arguments" (json-schema.ts checkValue,
-// case 'object', with diagnosticPath("") = "arguments"). dshfs reports
-// `arguments must be a JSON object` (args.go decodeArgs).
+// Arguments that are JSON but not an object fail the root check, whose
+// diagnostic path is "arguments".
 func TestSchemaNonObjectArguments(t *testing.T) {
 	h := newHarness(t)
 	for _, args := range []string{`[]`, `"f.txt"`, `1`, `true`} {
@@ -279,11 +275,8 @@ func TestSchemaNonObjectArguments(t *testing.T) {
 	}
 }
 
-// In the reference a property that is present with the value null is not
-// missing, and null is not a number: `"offset" must be a number`. dshfs
-// decodes null into 0 for number properties and reports the tool-level
-// `offset must be a positive integer` instead (args.go decodeTyped, case
-// "number", checks raw[0] == '"' but not null, unlike the boolean case).
+// A property present with the value null is not missing, and null is not a
+// number: `"offset" must be a number`, not a tool-level range error.
 func TestSchemaNullNumberIsTypeViolation(t *testing.T) {
 	h := newHarness(t)
 	h.put("f.txt", "x\n")
@@ -346,10 +339,8 @@ func TestReadOffsetOutOfRange(t *testing.T) {
 		"3: c\n\n(End of file - total 3 lines)"))
 }
 
-// The reference prints the offset the model sent. dshfs clamps offsets
-// above math.MaxInt32 (args.go positiveInt) and then prints the clamped
-// value; jsNumber in args.go, which would print it as JavaScript does, is
-// never called.
+// The message prints the offset the model sent, as JavaScript prints it,
+// even past the internal clamp at math.MaxInt32.
 func TestReadOffsetOutOfRangeQuotesHugeOffset(t *testing.T) {
 	h := newHarness(t)
 	h.put("f.txt", "a\nb\nc\n")

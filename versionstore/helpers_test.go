@@ -36,7 +36,7 @@ func openTestStoreAt(t *testing.T, dir string, opts ...func(*Options)) *testStor
 			t.Errorf("%d per-file locks still held", n)
 		}
 		ts.Close()
-		checkIndex(t, ts.index)
+		checkIndexFile(t, ts.index)
 	})
 	return ts
 }
@@ -63,7 +63,7 @@ func (ts *testStore) reopen() {
 	ts.open()
 }
 
-func checkIndex(t *testing.T, path string) {
+func checkIndexFile(t *testing.T, path string) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {

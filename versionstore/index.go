@@ -152,3 +152,66 @@ func readHistory(tx *bolt.Tx, key string) ([]HistoryEntry, error) {
 	}
 	return out, nil
 }
+
+// moveEntry moves one path's record and history to another key, replacing
+// whatever the destination had (its history included).
+func moveEntry(tx *bolt.Tx, from, to string) error {
+	r, found, err := getRecord(tx, from)
+	if err != nil || !found {
+		return err
+	}
+	if err := deleteEntry(tx, to); err != nil {
+		return err
+	}
+	h := tx.Bucket(bucketHistory)
+	for seq := r.HistFirst; seq < r.HistNext; seq++ {
+		v := h.Get(historyKey(from, seq))
+		if v == nil {
+			continue
+		}
+		if err := h.Put(historyKey(to, seq), append([]byte(nil), v...)); err != nil {
+			return err
+		}
+		if err := h.Delete(historyKey(from, seq)); err != nil {
+			return err
+		}
+	}
+	if err := tx.Bucket(bucketFiles).Delete([]byte(from)); err != nil {
+		return err
+	}
+	return putRecord(tx, to, r)
+}
+
+// deleteEntry removes a path's record and history.
+func deleteEntry(tx *bolt.Tx, key string) error {
+	r, found, err := getRecord(tx, key)
+	if err != nil || !found {
+		return err
+	}
+	h := tx.Bucket(bucketHistory)
+	for seq := r.HistFirst; seq < r.HistNext; seq++ {
+		if err := h.Delete(historyKey(key, seq)); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bucketFiles).Delete([]byte(key))
+}
+
+// clearDirty drops every dirty mark.
+func clearDirty(tx *bolt.Tx) error {
+	var keys []string
+	err := tx.Bucket(bucketFiles).ForEach(func(k, _ []byte) error {
+		if r, _, err := getRecord(tx, string(k)); err == nil && r.Dirty {
+			keys = append(keys, string(k))
+		}
+		return nil
+	})
+	for _, k := range keys {
+		r, _, _ := getRecord(tx, k)
+		r.Dirty = false
+		if err := putRecord(tx, k, r); err != nil {
+			return err
+		}
+	}
+	return err
+}

@@ -42,6 +42,9 @@ type Options struct {
 	// DiffBasisMaxBytes bounds the prior text a write returns for its diff
 	// (default DefaultDiffBasisMaxBytes).
 	DiffBasisMaxBytes int
+	// OnPublish, if set, is called after a tool write or edit published new
+	// bytes for key, outside every lock (the mount invalidates its caches).
+	OnPublish func(key string)
 	// Logger receives unexpected errors (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -59,6 +62,8 @@ type Store struct {
 	diffBasisMax int
 	fileMode     fs.FileMode
 	dirMode      fs.FileMode
+
+	onPublish func(key string)
 
 	// beforePublish, when set by tests, runs between the check and the
 	// publish of a mutation, to stage races deterministically.
@@ -97,6 +102,7 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		log:          opts.Logger,
 		historyLimit: opts.HistoryLimit,
 		stopSync:     make(chan struct{}),
+		onPublish:    opts.OnPublish,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -172,8 +178,11 @@ func openIndex(path string, log *slog.Logger) (*bolt.DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open index: %w", err)
 	}
-	bopts := &bolt.Options{Timeout: time.Second, NoSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType}
-	db, err := bolt.Open(path, 0o600, bopts)
+	// The freelist is synced (NoFreelistSync off): otherwise bbolt rebuilds
+	// it on open by walking every page in a goroutine of its own, which
+	// panics the process on a damaged page before anything can check it.
+	bopts := &bolt.Options{Timeout: time.Second, NoSync: true, FreelistType: bolt.FreelistMapType}
+	db, err := openBolt(path, bopts)
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open index %s: another process holds it", path)
 	}
@@ -188,7 +197,7 @@ func openIndex(path string, log *slog.Logger) (*bolt.DB, error) {
 	if rerr := os.Rename(path, aside); rerr != nil {
 		return nil, fmt.Errorf("open index: %w (and moving it aside: %v)", err, rerr)
 	}
-	db, err = bolt.Open(path, 0o600, bopts)
+	db, err = openBolt(path, bopts)
 	if err != nil {
 		return nil, fmt.Errorf("open index: %w", err)
 	}
@@ -199,20 +208,68 @@ func openIndex(path string, log *slog.Logger) (*bolt.DB, error) {
 	return db, nil
 }
 
-// prepareIndex creates the buckets, checks the file after an unclean
-// shutdown, and clears the clean-shutdown mark until Close sets it again.
+// openBolt opens the bbolt file, turning a panic on a damaged file into an
+// error.
+func openBolt(path string, opts *bolt.Options) (db *bolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("open index: %v", r)
+		}
+	}()
+	return bolt.Open(path, 0o600, opts)
+}
+
+// prepareIndex checks the file after an unclean shutdown, creates the
+// buckets, and clears the clean-shutdown mark until Close sets it again.
 func prepareIndex(db *bolt.DB) error {
+	clean := false
+	err := db.View(func(tx *bolt.Tx) error {
+		if m := tx.Bucket(bucketMeta); m != nil && m.Get(keyClean) != nil {
+			clean = true
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !clean {
+		if err := checkIndex(db); err != nil {
+			return err
+		}
+	}
 	return db.Update(func(tx *bolt.Tx) error {
 		if err := initBuckets(tx); err != nil {
 			return err
 		}
-		meta := tx.Bucket(bucketMeta)
-		if meta.Get(keyClean) == nil {
-			for err := range tx.Check() {
-				return fmt.Errorf("index check: %w", err)
+		if !clean {
+			// Dirty marks belong to writers of a process that is gone:
+			// drop them, and let the fingerprints decide what to rehash.
+			if err := clearDirty(tx); err != nil {
+				return err
 			}
 		}
-		return meta.Delete(keyClean)
+		return tx.Bucket(bucketMeta).Delete(keyClean)
+	})
+}
+
+// checkIndex runs bbolt's consistency check. It reads every error (the
+// checker blocks until they are all taken) and turns the panics bbolt raises
+// on damaged pages into an error.
+func checkIndex(db *bolt.DB) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("index check: %v", r)
+		}
+	}()
+	return db.View(func(tx *bolt.Tx) error {
+		var errs []error
+		for cerr := range tx.Check() {
+			errs = append(errs, cerr)
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("index check: %w", errors.Join(errs...))
+		}
+		return nil
 	})
 }
 

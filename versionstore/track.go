@@ -1,9 +1,12 @@
 package versionstore
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -47,7 +50,7 @@ func (s *Store) record(tx *bolt.Tx, key string, c change) error {
 // as an external change if the index disagrees. It is called without the
 // file's lock, so it re-checks under the lock that the file is still the one
 // that was read; if not, the next access will reconcile it.
-func (s *Store) noteVersion(key string, fp fingerprint, v Version) {
+func (s *Store) noteVersion(key string, fp fingerprint, v Version, at time.Time) {
 	if s.indexAgrees(key, fp, v) {
 		return
 	}
@@ -61,7 +64,7 @@ func (s *Store) noteVersion(key string, fp fingerprint, v Version) {
 		if r, found, err := getRecord(tx, key); err != nil || found && r.Dirty {
 			return err // a write through the mount is in progress: its commit attributes it
 		}
-		return s.record(tx, key, change{version: v, fp: fp, size: fi.Size(), writer: External, at: time.Now()})
+		return s.record(tx, key, change{version: v, fp: fp, size: fi.Size(), writer: External, at: at})
 	}))
 }
 
@@ -105,6 +108,12 @@ type current struct {
 // whose fingerprint matches the file is trusted; anything else is rehashed
 // from disk and, if it changed, recorded as written by w.
 func (s *Store) probeLocked(t Target, verb string, w Writer) (current, error) {
+	return s.probe(t, verb, w, false)
+}
+
+// probe is probeLocked; force skips the fingerprint shortcut and commits as
+// w even over a dirty mark (the commit of writes through the mount).
+func (s *Store) probe(t Target, verb string, w Writer, force bool) (current, error) {
 	fi, err := s.statTarget(t, verb)
 	if err != nil || fi == nil {
 		if err == nil {
@@ -121,7 +130,7 @@ func (s *Store) probeLocked(t Target, verb string, w Writer) (current, error) {
 	var trusted Version
 	s.db.View(func(tx *bolt.Tx) error {
 		r, found, err := getRecord(tx, t.Key)
-		if err == nil && found && !r.Dirty && r.FP == fp && !fp.racy(r.Recorded) {
+		if err == nil && found && !force && !r.Dirty && r.FP == fp && !fp.racy(r.Recorded) {
 			trusted = r.Version
 		}
 		return nil
@@ -129,6 +138,7 @@ func (s *Store) probeLocked(t Target, verb string, w Writer) (current, error) {
 	if !trusted.IsZero() {
 		return current{fi: fi, version: trusted}, nil
 	}
+	at := time.Now()
 	f, ofi, err := s.openRegular(t, verb)
 	if err != nil {
 		return current{}, err
@@ -138,14 +148,12 @@ func (s *Store) probeLocked(t Target, verb string, w Writer) (current, error) {
 	if err != nil {
 		return current{}, osError(verb, t.Display, err)
 	}
-	if err := s.db.Update(func(tx *bolt.Tx) error {
-		if r, found, err := getRecord(tx, t.Key); err != nil || found && r.Dirty && w.Kind == WriterExternal {
+	s.logErr("update index", t.Key, s.db.Update(func(tx *bolt.Tx) error {
+		if r, found, err := getRecord(tx, t.Key); err != nil || found && r.Dirty && !force {
 			return err // a write through the mount is in progress: its commit attributes it
 		}
-		return s.record(tx, t.Key, change{version: v, fp: fingerprintOf(ofi), size: ofi.Size(), writer: w, at: time.Now()})
-	}); err != nil {
-		return current{}, fmt.Errorf("update index: %w", err)
-	}
+		return s.record(tx, t.Key, change{version: v, fp: fingerprintOf(ofi), size: ofi.Size(), writer: w, at: at})
+	}))
 	return current{fi: ofi, version: v}, nil
 }
 
@@ -167,12 +175,46 @@ func (s *Store) MarkDirty(key string) error {
 // it changed (a deletion if it is gone), clearing any dirty mark. Callers
 // hold the file's lock.
 func (s *Store) Refresh(key string, w Writer) (Version, error) {
-	t := Target{Key: key, Display: key}
-	if err := s.MarkDirty(key); err != nil {
-		return Version{}, err
-	}
-	c, err := s.probeLocked(t, "read", w)
+	c, err := s.probe(Target{Key: key, Display: key}, "read", w, true)
 	return c.version, err
+}
+
+// dirty reports whether key has writes in progress through the mount.
+func (s *Store) dirty(key string) bool {
+	d := false
+	s.db.View(func(tx *bolt.Tx) error {
+		r, found, err := getRecord(tx, key)
+		d = err == nil && found && r.Dirty
+		return nil
+	})
+	return d
+}
+
+// MoveTree moves the index entries and history of oldKey, and of every
+// path below it, to newKey: a directory renamed through the mount keeps its
+// files' versions without rehashing them. Callers hold both keys' locks.
+func (s *Store) MoveTree(oldKey, newKey string) error {
+	if oldKey == newKey {
+		return nil
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		files := tx.Bucket(bucketFiles)
+		var keys []string
+		c := files.Cursor()
+		prefix := []byte(oldKey + "/")
+		if files.Get([]byte(oldKey)) != nil {
+			keys = append(keys, oldKey)
+		}
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			keys = append(keys, string(k))
+		}
+		for _, k := range keys {
+			if err := moveEntry(tx, k, newKey+strings.TrimPrefix(k, oldKey)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // History returns the versions of key, newest first.
@@ -196,9 +238,9 @@ func (s *Store) Stats() (Stats, error) {
 	var st Stats
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
-			r, _, err := getRecord(tx, string(k))
-			if err != nil {
-				return err
+			var r record
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decode index entry %q: %w", k, err)
 			}
 			if !r.Version.IsZero() {
 				st.Files++
@@ -219,37 +261,43 @@ type snapshot struct {
 	version Version
 	data    []byte // the bytes hashed, when the file was read whole
 	at      time.Time
+	// statOnly: the file exists but was not hashed; version is unknown.
+	statOnly bool
 }
 
 // snapshotLocked reads key's state under its lock. A regular file smaller
 // than keep (any size if keep < 0) is read whole and hashed; a larger one
 // is versioned through probeLocked's trusted fingerprint or a streaming hash.
 func (s *Store) snapshotLocked(t Target, verb string, keep int64) (snapshot, error) {
+	at := time.Now() // before the stat, for the racy rule
 	fi, err := s.statTarget(t, verb)
-	if err != nil || fi == nil || !fi.Mode().IsRegular() {
-		return snapshot{fi: fi, at: time.Now()}, err
+	if err != nil || fi == nil || !fi.Mode().IsRegular() || keep == statOnly {
+		return snapshot{fi: fi, at: at, statOnly: fi != nil}, err
 	}
 	if keep < 0 || fi.Size() < keep {
 		data, ofi, err := s.readWhole(t, verb)
 		if CodeOf(err) == CodeNotFound {
-			return snapshot{at: time.Now()}, nil // deleted since the stat
+			return snapshot{at: at}, nil // deleted since the stat
 		}
 		if err != nil {
 			return snapshot{}, err
 		}
-		return snapshot{fi: ofi, fp: fingerprintOf(ofi), version: Sum(data), data: data, at: time.Now()}, nil
+		return snapshot{fi: ofi, fp: fingerprintOf(ofi), version: Sum(data), data: data, at: at}, nil
 	}
 	c, err := s.probeLocked(t, verb, External)
 	if err != nil {
 		return snapshot{}, err
 	}
-	return snapshot{fi: c.fi, fp: fingerprintOf(c.fi), version: c.version, at: time.Now()}, nil
+	return snapshot{fi: c.fi, fp: fingerprintOf(c.fi), version: c.version, at: at}, nil
 }
+
+// statOnly as snapshotLocked's keep asks for the file's stat alone.
+const statOnly = -2
 
 // recordSnapshot records what a snapshot saw: a new version or a deletion
 // found behind the store's back. Non-regular files are not indexed.
 func (s *Store) recordSnapshot(tx *bolt.Tx, key string, snap snapshot) error {
-	if snap.fi != nil && !snap.fi.Mode().IsRegular() {
+	if snap.statOnly || snap.fi != nil && !snap.fi.Mode().IsRegular() {
 		return nil
 	}
 	if r, found, err := getRecord(tx, key); err != nil || found && r.Dirty {
@@ -261,7 +309,7 @@ func (s *Store) recordSnapshot(tx *bolt.Tx, key string, snap snapshot) error {
 // recordSeen records a snapshot on its own, when no publish follows it. It
 // skips the transaction when the index already agrees.
 func (s *Store) recordSeen(key string, snap snapshot) {
-	if snap.fi != nil && (!snap.fi.Mode().IsRegular() || s.indexAgrees(key, snap.fp, snap.version)) {
+	if snap.statOnly || snap.fi != nil && (!snap.fi.Mode().IsRegular() || s.indexAgrees(key, snap.fp, snap.version)) {
 		return
 	}
 	s.logErr("update index", key, s.db.Update(func(tx *bolt.Tx) error {

@@ -1,6 +1,7 @@
 package versionstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -68,17 +69,21 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 	if ctx.Err() != nil {
 		return res, aborted("write")
 	}
+	defer s.published(t.Key, &res.Version) // after the unlock below
 	unlock := s.locks.Lock(t.Key)
 	defer unlock()
 	keep := int64(0)
-	if len(content) < s.diffBasisMax && intent.Kind != IntentCreateIfAbsent {
+	switch {
+	case intent.Kind == IntentCreateIfAbsent:
+		keep = statOnly // an existing file fails the intent whatever its bytes
+	case len(content) < s.diffBasisMax:
 		keep = int64(s.diffBasisMax)
 	}
 	cur, err := s.snapshotLocked(t, "write", keep)
 	if err != nil {
 		return res, err
 	}
-	if err := writeAllowed(t, cur, intent); err != nil {
+	if err := s.writeAllowed(t, cur, intent); err != nil {
 		s.recordSeen(t.Key, cur)
 		return res, err
 	}
@@ -90,20 +95,26 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 		perm = cur.fi.Mode().Perm()
 	}
 	data := []byte(content)
-	fi, err := s.publish(ctx, t, "write", data, perm, cur.fi, intent.Kind == IntentCreateIfAbsent)
+	at := time.Now() // before the publish: the racy rule compares against it
+	fi, err := s.publish(ctx, t, "write", data, perm, &cur, intent.Kind == IntentCreateIfAbsent)
 	if err != nil {
 		s.recordSeen(t.Key, cur)
 		return res, err
 	}
 	res.Created, res.After = cur.fi == nil, normalizeNewlines(content)
-	res.Version = s.commitPublished(t, cur, fi, data, w)
+	res.Version = s.commitPublished(t, cur, fi, at, data, w)
 	return res, nil
 }
 
-// writeAllowed applies the reference's order of write checks.
-func writeAllowed(t Target, cur snapshot, intent Intent) error {
+// writeAllowed applies the reference's order of write checks, and refuses
+// to publish over writes in progress through the mount: they would land in
+// the replaced inode and be lost.
+func (s *Store) writeAllowed(t Target, cur snapshot, intent Intent) error {
 	if cur.fi != nil && !cur.fi.Mode().IsRegular() {
 		return notRegular("write", t.Display)
+	}
+	if cur.fi != nil && intent.Kind != IntentCreateIfAbsent && s.dirty(t.Key) {
+		return stale("write", t.Display)
 	}
 	switch intent.Kind {
 	case IntentReplaceIfVersion:
@@ -131,13 +142,14 @@ func (s *Store) EditText(ctx context.Context, t Target, e Edit, expected *Versio
 	if ctx.Err() != nil {
 		return res, aborted("edit")
 	}
+	defer s.published(t.Key, &res.Version) // after the unlock below
 	unlock := s.locks.Lock(t.Key)
 	defer unlock()
 	cur, err := s.snapshotLocked(t, "edit", -1)
-	if err == nil {
-		res, err = s.editLocked(ctx, t, cur, e, expected, w)
-	}
 	if err != nil {
+		return res, err
+	}
+	if res, err = s.editLocked(ctx, t, cur, e, expected, w); err != nil {
 		s.recordSeen(t.Key, cur)
 	}
 	return res, err
@@ -150,7 +162,7 @@ func (s *Store) editLocked(ctx context.Context, t Target, cur snapshot, e Edit, 
 		return res, stale("edit", t.Display)
 	case !cur.fi.Mode().IsRegular():
 		return res, notRegular("edit", t.Display)
-	case expected != nil && *expected != cur.version:
+	case expected != nil && *expected != cur.version, s.dirty(t.Key):
 		return res, stale("edit", t.Display)
 	}
 	if err := checkEditable(cur.data, t.Display); err != nil {
@@ -165,25 +177,33 @@ func (s *Store) editLocked(ctx context.Context, t Target, cur snapshot, e Edit, 
 		out = string(bom) + out
 	}
 	data := []byte(out)
-	fi, err := s.publish(ctx, t, "edit", data, cur.fi.Mode().Perm(), cur.fi, false)
+	at := time.Now()
+	fi, err := s.publish(ctx, t, "edit", data, cur.fi.Mode().Perm(), &cur, false)
 	if err != nil {
 		return res, err
 	}
 	res.Before, res.After, res.Replacements = before, after, n
-	res.Version = s.commitPublished(t, cur, fi, data, w)
+	res.Version = s.commitPublished(t, cur, fi, at, data, w)
 	return res, nil
 }
 
 func checkEditable(raw []byte, display string) error {
-	for _, b := range raw {
-		if b == 0 {
-			return &Error{Code: CodeNotText, Message: "cannot edit " + quote(display) + ": binary file"}
-		}
+	if bytes.IndexByte(raw, 0) >= 0 {
+		return &Error{Code: CodeNotText, Message: "cannot edit " + quote(display) + ": binary file"}
 	}
 	if !utf8.Valid(raw) {
 		return invalidUTF8("edit", display)
 	}
 	return nil
+}
+
+// published tells the OnPublish hook that key has new bytes, if it has. It
+// runs after the file's lock is released: the hook invalidates kernel caches,
+// which must never happen under a filesystem lock.
+func (s *Store) published(key string, v *Version) {
+	if s.onPublish != nil && !v.IsZero() {
+		s.onPublish(key)
+	}
 }
 
 // aborted is the reference's FS_ABORTED for a cancelled operation.
@@ -203,13 +223,17 @@ func overwriteUnread(display string) *Error {
 // before the write (an external change, if any) and the version the tool just
 // published: the hash of the bytes written, with the fingerprint the file has
 // after the rename, which is what later stats will see.
-func (s *Store) commitPublished(t Target, prior snapshot, fi fs.FileInfo, data []byte, w Writer) Version {
+func (s *Store) commitPublished(t Target, prior snapshot, fi fs.FileInfo, at time.Time, data []byte, w Writer) Version {
 	v := Sum(data)
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		if err := s.recordSnapshot(tx, t.Key, prior); err != nil {
 			return err
 		}
-		return s.record(tx, t.Key, change{version: v, fp: fingerprintOf(fi), size: int64(len(data)), writer: w, at: time.Now()})
+		var fp fingerprint // none: forces a rehash on the next access
+		if fi != nil {
+			fp = fingerprintOf(fi)
+		}
+		return s.record(tx, t.Key, change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at})
 	})
 	if err != nil {
 		// The file is published; only the index is behind. The next access
@@ -226,18 +250,19 @@ func (s *Store) commitPublished(t Target, prior snapshot, fi fs.FileInfo, data [
 // replaced: resolution already points t at the link's target, and a dangling
 // link is not a regular file. On failure nothing is left behind and the
 // target is untouched. It returns the stat of the published file.
-func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte, perm fs.FileMode, prior fs.FileInfo, create bool) (fs.FileInfo, error) {
-	dir, base := path.Split(t.Key)
-	if dir != "" {
-		if err := s.root.MkdirAll(path.Clean(dir), s.dirMode); err != nil {
-			return nil, osError(verb, t.Display, err)
-		}
+func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte, perm fs.FileMode, prior *snapshot, create bool) (fs.FileInfo, error) {
+	if ctx.Err() != nil {
+		return nil, aborted(verb)
 	}
-	tmp, err := s.writeTemp(dir, base, data, perm, prior)
+	dir, base := path.Split(t.Key)
+	if err := s.mkdirParents(dir); err != nil {
+		return nil, osError(verb, t.Display, err)
+	}
+	tmp, err := s.writeTemp(dir, base, data, perm, prior.fi)
 	if err != nil {
 		return nil, osError(verb, t.Display, err)
 	}
-	defer s.root.Remove(tmp) // after a link it is the extra name; after a rename, already gone
+	defer s.root.Remove(tmp) // a no-op once renamed or unlinked below
 	if s.beforePublish != nil {
 		s.beforePublish()
 	}
@@ -249,9 +274,18 @@ func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte,
 		if err := s.root.Link(tmp, t.Key); err != nil {
 			return nil, s.createFailure(t, err)
 		}
+		s.root.Remove(tmp) // before the stat: the extra name changes ctime and nlink
 	} else {
-		if fi, err := s.root.Lstat(t.Key); err == nil && !fi.Mode().IsRegular() {
-			return nil, notRegular("write", t.Display)
+		// The snapshot was checked under the lock, but a process writing
+		// straight into the backing directory does not take it: look once
+		// more, as late as possible, so such a write is not replaced unseen.
+		fi, err := s.root.Lstat(t.Key)
+		switch {
+		case err == nil && !fi.Mode().IsRegular():
+			return nil, notRegular(verb, t.Display)
+		case err == nil && prior.fi == nil, err != nil && prior.fi != nil,
+			err == nil && fingerprintOf(fi) != prior.fp:
+			return nil, stale(verb, t.Display)
 		}
 		if err := s.root.Rename(tmp, t.Key); err != nil {
 			return nil, osError(verb, t.Display, err)
@@ -259,9 +293,35 @@ func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte,
 	}
 	fi, err := s.root.Lstat(t.Key)
 	if err != nil {
-		return nil, osError(verb, t.Display, err)
+		// Published, but it vanished at once: the next access rehashes.
+		return nil, nil
 	}
 	return fi, nil
+}
+
+// mkdirParents creates the missing directories of dir (slash-terminated,
+// relative) one component at a time, refusing to go through a symlink:
+// resolution put the key below real directories only, and a directory
+// appearing as a link since must not redirect the write.
+func (s *Store) mkdirParents(dir string) error {
+	var done string
+	for _, c := range splitPath(dir) {
+		done = path.Join(done, c)
+		fi, err := s.root.Lstat(done)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := s.root.Mkdir(done, s.dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return &fs.PathError{Op: "mkdir", Path: done, Err: syscall.ENOTDIR}
+		}
+	}
+	return nil
 }
 
 // writeTemp writes data to a new temp file in dir and returns its name.

@@ -256,6 +256,8 @@ func TestCancelBeforePublish(t *testing.T) {
 	ts.beforePublish = cancel
 	_, err := ts.WriteText(ctx, ts.target("f"), "two", replaceAt(v), ToolWriter("a"))
 	wantErr(t, err, CodeAborted, "write aborted")
+	ctx, cancel = context.WithCancel(context.Background())
+	ts.beforePublish = cancel
 	_, err = ts.EditText(ctx, ts.target("f"), Edit{Old: "one", New: "two"}, &v, ToolWriter("a"))
 	wantErr(t, err, CodeAborted, "edit aborted")
 	if ts.get("f") != "one" {
