@@ -52,7 +52,11 @@ func (s *Store) statTarget(t Target, verb string) (fs.FileInfo, error) {
 // that it is a regular file. O_NONBLOCK keeps a FIFO swapped in after the
 // stat from blocking the open.
 func (s *Store) openRegular(t Target, verb string) (*os.File, fs.FileInfo, error) {
-	f, err := s.root.OpenFile(t.Key, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := s.root.OpenFile(t.Key, os.O_RDONLY|syscall.O_NONBLOCK|oNoatime, 0)
+	if errors.Is(err, syscall.EPERM) && oNoatime != 0 {
+		// O_NOATIME needs ownership (or CAP_FOWNER); without it, read plainly.
+		f, err = s.root.OpenFile(t.Key, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, notFound(verb, t.Display)
 	}

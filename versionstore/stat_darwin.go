@@ -20,3 +20,5 @@ func ownerOf(fi fs.FileInfo) (uid, gid int, ok bool) {
 	}
 	return int(st.Uid), int(st.Gid), true
 }
+
+const oNoatime = 0

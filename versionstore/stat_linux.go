@@ -20,3 +20,7 @@ func ownerOf(fi fs.FileInfo) (uid, gid int, ok bool) {
 	}
 	return int(st.Uid), int(st.Gid), true
 }
+
+// oNoatime keeps the store's own reads (hashing, snapshots) from touching
+// files' access times, which users and tools see.
+const oNoatime = syscall.O_NOATIME

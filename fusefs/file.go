@@ -1,0 +1,173 @@
+package fusefs
+
+import (
+	"context"
+	"sync"
+	"syscall"
+
+	"github.com/dshfs/dshfs/versionstore"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// handle is an open file. Reads go straight to the backing descriptor;
+// every operation that changes bytes runs under the file's versionstore lock
+// and leaves the handle dirty until a flush, fsync or release commits the
+// file's version, attributed to the last process that wrote through it.
+type handle struct {
+	*fs.LoopbackFile
+	fd int
+	n  *node
+
+	mu     sync.Mutex
+	dirty  bool
+	writer versionstore.Writer
+}
+
+// PassthroughFd refuses kernel passthrough, which would hide writes.
+func (h *handle) PassthroughFd() (int, bool) { return 0, false }
+
+func newHandle(n *node, fd int) *handle {
+	return &handle{LoopbackFile: fs.NewLoopbackFile(fd).(*fs.LoopbackFile), fd: fd, n: n}
+}
+
+// mutate runs op, which changes the file's bytes, under the file's lock
+// and marks the file dirty. A file no longer in the tree (unlinked while
+// open) has no version to keep, so op just runs.
+func (h *handle) mutate(ctx context.Context, op func() syscall.Errno) syscall.Errno {
+	key, ok := h.n.key()
+	if !ok {
+		return op()
+	}
+	unlock := h.n.fsys.store.Locks().Lock(key)
+	defer unlock()
+	h.markDirty(ctx, key)
+	return op()
+}
+
+// markDirty notes a change through h. The first one since the last commit
+// tells the store; the writer is the last caller with a pid (writeback and
+// mmap writes come from the kernel, pid 0).
+func (h *handle) markDirty(ctx context.Context, key string) {
+	h.mu.Lock()
+	first := !h.dirty
+	h.dirty = true
+	if w := writer(ctx); w.Pid != 0 || h.writer.Kind == "" {
+		h.writer = w
+	}
+	h.mu.Unlock()
+	if first {
+		h.n.fsys.dirtyAdd(h.n, key)
+	}
+}
+
+// commit records the file's version if h changed it. The store rehashes
+// the bytes on disk, so what is committed is exactly what is there.
+func (h *handle) commit() {
+	h.mu.Lock()
+	dirty, w := h.dirty, h.writer
+	h.dirty = false
+	h.mu.Unlock()
+	if dirty {
+		h.n.fsys.dirtyDone(h.n, w)
+	}
+}
+
+var _ = (fs.FileWriter)((*handle)(nil))
+
+func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	var n uint32
+	errno := h.mutate(ctx, func() syscall.Errno {
+		var e syscall.Errno
+		n, e = h.LoopbackFile.Write(ctx, data, off)
+		return e
+	})
+	return n, errno
+}
+
+var _ = (fs.FileSetattrer)((*handle)(nil))
+
+func (h *handle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if _, ok := in.GetSize(); !ok {
+		return h.LoopbackFile.Setattr(ctx, in, out)
+	}
+	return h.mutate(ctx, func() syscall.Errno { return h.LoopbackFile.Setattr(ctx, in, out) })
+}
+
+var _ = (fs.FileAllocater)((*handle)(nil))
+
+func (h *handle) Allocate(ctx context.Context, off uint64, size uint64, mode uint32) syscall.Errno {
+	return h.mutate(ctx, func() syscall.Errno { return h.LoopbackFile.Allocate(ctx, off, size, mode) })
+}
+
+var _ = (fs.FileFlusher)((*handle)(nil))
+
+func (h *handle) Flush(ctx context.Context) syscall.Errno {
+	errno := h.LoopbackFile.Flush(ctx)
+	h.commit()
+	return errno
+}
+
+var _ = (fs.FileFsyncer)((*handle)(nil))
+
+func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	errno := h.LoopbackFile.Fsync(ctx, flags)
+	h.commit()
+	return errno
+}
+
+var _ = (fs.FileReleaser)((*handle)(nil))
+
+func (h *handle) Release(ctx context.Context) syscall.Errno {
+	h.commit()
+	return h.LoopbackFile.Release(ctx)
+}
+
+var _ = (fs.NodeOpener)((*node)(nil))
+
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	fd, name, done, errno := n.at()
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	defer done()
+	// The kernel supplies O_APPEND offsets itself; O_NOFOLLOW keeps a
+	// symlink swapped into the backing tree from redirecting the open.
+	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
+	trunc := flags&syscall.O_TRUNC != 0
+	ffd, err := unix.Openat(fd, name, int(flags&^syscall.O_TRUNC)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, 0, toErrno(err)
+	}
+	h := newHandle(n, ffd)
+	if trunc {
+		// The kernel normally sends O_TRUNC as a separate SETATTR, but a
+		// truncating open is a write all the same.
+		if errno := h.mutate(ctx, func() syscall.Errno { return toErrno(unix.Ftruncate(ffd, 0)) }); errno != 0 {
+			unix.Close(ffd)
+			return nil, 0, errno
+		}
+	}
+	return h, 0, 0
+}
+
+var _ = (fs.NodeCopyFileRanger)((*node)(nil))
+
+// CopyFileRange copies in the backing filesystem, as `cp` within the mount
+// asks; the destination is written like any other write.
+func (n *node) CopyFileRange(ctx context.Context, fhIn fs.FileHandle, offIn uint64, out *fs.Inode,
+	fhOut fs.FileHandle, offOut uint64, length uint64, flags uint64) (uint32, syscall.Errno) {
+	in, ok1 := fhIn.(*handle)
+	dst, ok2 := fhOut.(*handle)
+	if !ok1 || !ok2 {
+		return 0, syscall.ENOTSUP
+	}
+	var copied int
+	errno := dst.mutate(ctx, func() syscall.Errno {
+		var err error
+		copied, err = copyFileRange(in.fd, int64(offIn), dst.fd, int64(offOut), int(length), int(flags))
+		return toErrno(err)
+	})
+	return uint32(copied), errno
+}

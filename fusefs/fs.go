@@ -1,0 +1,204 @@
+// Package fusefs owns the FUSE view of the workspace: a go-fuse node tree over
+// the backing directory in which every mutating operation — write, truncate,
+// fallocate, copy_file_range, create, mknod, link, rename, unlink — takes the
+// file's versionstore lock and marks it dirty, and whose version is committed
+// when the last writer flushes, fsyncs or releases, attributed to the calling
+// process. Tool writes published behind the kernel's back are invalidated in
+// the kernel's caches at once.
+//
+// It works on directory file descriptors (*at system calls), never on
+// absolute backing paths, so paths near PATH_MAX work. syscall.Errno appears
+// in this package only; it never decides what a tool may do (toolapi and
+// policy do) and never writes the index except through versionstore.
+package fusefs
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dshfs/dshfs/versionstore"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// Options configure a mount. The zero value is usable.
+type Options struct {
+	// CacheTimeout is how long the kernel may trust entries and attributes
+	// (default 1s). Every change made through the mount or by the tools is
+	// invalidated explicitly; the timeout bounds how long a change made
+	// straight into the backing directory can go unseen through the mount.
+	CacheTimeout time.Duration
+	// AllowOther lets other users use the mount (FUSE allow_other).
+	AllowOther bool
+	// Debug logs every FUSE request.
+	Debug bool
+	// Logger receives failures that cannot be returned to a caller
+	// (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// FS is a mounted workspace.
+type FS struct {
+	store  *versionstore.Store
+	rootFd int // O_PATH descriptor of the backing directory
+	root   *node
+	server *fuse.Server
+	mnt    string
+	dirty  dirtySet
+	log    *slog.Logger
+}
+
+// Mount serves store's workspace at mountpoint. The process umask should be
+// 0 (the kernel has already applied the caller's); see the design contract.
+func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, error) {
+	mnt, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMountpoint(store.Root(), mnt); err != nil {
+		return nil, err
+	}
+	rootFd, err := unix.Open(store.Root(), oPath|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
+	f := &FS{store: store, rootFd: rootFd, mnt: mnt, log: opts.Logger}
+	if f.log == nil {
+		f.log = slog.Default()
+	}
+	f.root = &node{fsys: f}
+	timeout := opts.CacheTimeout
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	fopts := &fs.Options{
+		EntryTimeout:    &timeout,
+		AttrTimeout:     &timeout,
+		NegativeTimeout: &timeout,
+		NullPermissions: true,
+	}
+	fopts.MountOptions = fuse.MountOptions{
+		FsName:        "dshfs",
+		Name:          "dshfs",
+		AllowOther:    opts.AllowOther,
+		Options:       []string{"default_permissions"},
+		DirectMount:   os.Geteuid() == 0,
+		MaxWrite:      1 << 20,
+		Debug:         opts.Debug,
+		EnableLocks:   true,
+		DisableXAttrs: false,
+		// Passthrough would hand reads and writes to the kernel, and the
+		// daemon would never see a write to version.
+		DisabledCapabilities: fuse.CAP_PASSTHROUGH,
+	}
+	server, err := fs.Mount(mnt, f.root, fopts)
+	if err != nil {
+		unix.Close(rootFd)
+		return nil, mountError(err)
+	}
+	f.server = server
+	return f, nil
+}
+
+// checkMountpoint refuses a mount point inside the backing directory: the
+// daemon would look up its own mount while serving it and deadlock.
+func checkMountpoint(backing, mnt string) error {
+	real := mnt
+	if r, err := filepath.EvalSymlinks(mnt); err == nil {
+		real = r
+	}
+	for _, m := range []string{mnt, real} {
+		if rel, err := filepath.Rel(backing, m); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+			return fmt.Errorf("mount point %s is inside the backing directory %s; choose a mount point outside it", mnt, backing)
+		}
+	}
+	return nil
+}
+
+func mountError(err error) error {
+	if errors.Is(err, os.ErrNotExist) && strings.Contains(err.Error(), "fusermount") {
+		return fmt.Errorf("mount: %w (install fuse3, which provides fusermount3, or run as root)", err)
+	}
+	return fmt.Errorf("mount: %w", err)
+}
+
+// Wait blocks until the filesystem is unmounted.
+func (f *FS) Wait() { f.server.Wait() }
+
+// Unmount unmounts, retrying while the mount is busy and detaching it
+// lazily if it stays busy, then releases the backing directory.
+func (f *FS) Unmount() error {
+	var err error
+	for range 10 {
+		if err = f.server.Unmount(); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		if derr := detach(f.mnt); derr != nil {
+			return fmt.Errorf("unmount %s: %w", f.mnt, err)
+		}
+	}
+	f.server.Wait()
+	unix.Close(f.rootFd)
+	return nil
+}
+
+// Invalidate drops what the kernel caches for the workspace path key —
+// its directory entry, attributes and pages — so the next access through
+// the mount sees bytes the tools published behind the kernel's back. It
+// must not be called under a filesystem lock.
+func (f *FS) Invalidate(key string) {
+	dir, name := path.Split(key)
+	parent := f.root.EmbeddedInode()
+	for _, c := range splitKey(dir) {
+		if parent = parent.GetChild(c); parent == nil {
+			return // the kernel has nothing cached below here
+		}
+	}
+	if child := parent.GetChild(name); child != nil {
+		child.NotifyContent(0, 0)
+	}
+	parent.NotifyEntry(name)
+}
+
+func splitKey(p string) []string {
+	var out []string
+	for _, c := range strings.Split(p, "/") {
+		if c != "" && c != "." {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// toErrno converts an error from the backing filesystem to the errno the
+// kernel expects. go-fuse's own converter does not unwrap wrapped errors
+// (a wrapped ENOENT would become ENOSYS), so this one does.
+func toErrno(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return syscall.ENOENT
+	case errors.Is(err, os.ErrExist):
+		return syscall.EEXIST
+	case errors.Is(err, os.ErrPermission):
+		return syscall.EACCES
+	}
+	return syscall.EIO
+}

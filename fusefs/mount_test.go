@@ -1,0 +1,106 @@
+package fusefs
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/dshfs/dshfs/versionstore"
+	"github.com/hanwen/go-fuse/v2/posixtest"
+)
+
+func TestMain(m *testing.M) {
+	// The daemon must not apply a umask the kernel already applied; the
+	// test process is both daemon and client.
+	syscall.Umask(0)
+	os.Exit(m.Run())
+}
+
+// mounted is a dshfs mount over a fresh backing directory.
+type mounted struct {
+	t       *testing.T
+	backing string
+	mnt     string
+	store   *versionstore.Store
+	fs      *FS
+}
+
+// requireFUSE skips without /dev/fuse or root outside CI, and fails in CI,
+// where a skipped mount test would hide a broken mount.
+func requireFUSE(t *testing.T) {
+	t.Helper()
+	_, err := os.Stat("/dev/fuse")
+	if err == nil && os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("mount tests need /dev/fuse and root in CI (stat /dev/fuse: %v, euid %d)", err, os.Geteuid())
+	}
+	t.Skip("needs /dev/fuse and root")
+}
+
+// mountT mounts a workspace in t.TempDir() and unmounts it at cleanup, even
+// when the test fails.
+func mountT(t *testing.T, opts ...func(*Options)) *mounted {
+	t.Helper()
+	requireFUSE(t)
+	m := &mounted{t: t, backing: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
+	if err := os.Mkdir(m.mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	var fsys *FS
+	m.store, err = versionstore.Open(m.backing, filepath.Join(t.TempDir(), "index.db"), versionstore.Options{
+		AliasRoots: []string{m.mnt},
+		OnPublish:  func(key string) { fsys.Invalidate(key) },
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o Options
+	for _, f := range opts {
+		f(&o)
+	}
+	fsys, err = Mount(m.mnt, m.store, o)
+	if err != nil {
+		m.store.Close()
+		t.Fatal(err)
+	}
+	m.fs = fsys
+	t.Cleanup(func() {
+		if err := fsys.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+		}
+		if err := m.store.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+		if mounted, _ := isMounted(m.mnt); mounted {
+			t.Errorf("%s is still mounted", m.mnt)
+		}
+	})
+	return m
+}
+
+func isMounted(dir string) (bool, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false, err
+	}
+	return strings.Contains(string(b), " "+dir+" "), nil
+}
+
+// TestPosix runs go-fuse's POSIX conformance suite against the mount, every
+// case, none skipped.
+func TestPosix(t *testing.T) {
+	for name, fn := range posixtest.All {
+		t.Run(name, func(t *testing.T) {
+			m := mountT(t)
+			fn(t, m.mnt)
+		})
+	}
+}

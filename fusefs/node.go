@@ -1,0 +1,230 @@
+package fusefs
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"github.com/dshfs/dshfs/versionstore"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// node is one file, directory or link of the backing tree. It holds no
+// descriptor: every operation opens its directory by walking from the root
+// descriptor with openat, so no absolute path (and no PATH_MAX) is involved
+// and a node renamed meanwhile is found where the tree says it is now.
+type node struct {
+	fs.Inode
+	fsys *FS
+}
+
+var _ = (fs.InodeEmbedder)((*node)(nil))
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// relPath is the node's workspace-relative path ("" for the root), or
+// false for a node no longer in the tree (unlinked while open).
+func (n *node) relPath() (string, bool) {
+	var segs []string
+	root := n.fsys.root.EmbeddedInode()
+	for p := n.EmbeddedInode(); p != root; {
+		name, parent := p.Parent()
+		if parent == nil {
+			return "", false
+		}
+		segs = append(segs, name)
+		p = parent
+	}
+	for i, j := 0, len(segs)-1; i < j; i, j = i+1, j-1 {
+		segs[i], segs[j] = segs[j], segs[i]
+	}
+	return strings.Join(segs, "/"), true
+}
+
+// key is the node's versionstore key.
+func (n *node) key() (string, bool) {
+	p, ok := n.relPath()
+	if p == "" {
+		p = "."
+	}
+	return p, ok
+}
+
+func (n *node) childKey(name string) (string, bool) {
+	p, ok := n.relPath()
+	if !ok {
+		return "", false
+	}
+	if p == "" {
+		return name, true
+	}
+	return p + "/" + name, true
+}
+
+// openDir opens the directory at rel (relative to the root) for *at calls.
+// The returned close function must be called.
+func (f *FS) openDir(rel string) (int, func(), error) {
+	fd := f.rootFd
+	for _, c := range splitKey(rel) {
+		next, err := unix.Openat(fd, c, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if fd != f.rootFd {
+			unix.Close(fd)
+		}
+		if err != nil {
+			return -1, nil, err
+		}
+		fd = next
+	}
+	if fd == f.rootFd {
+		return fd, func() {}, nil
+	}
+	return fd, func() { unix.Close(fd) }, nil
+}
+
+// dirFd opens n itself as a directory.
+func (n *node) dirFd() (int, func(), syscall.Errno) {
+	p, ok := n.relPath()
+	if !ok {
+		return -1, nil, syscall.ENOENT
+	}
+	fd, done, err := n.fsys.openDir(p)
+	return fd, done, toErrno(err)
+}
+
+// at opens n's parent directory and returns it with n's name in it. The
+// root is named "." in itself.
+func (n *node) at() (int, string, func(), syscall.Errno) {
+	p, ok := n.relPath()
+	if !ok {
+		return -1, "", nil, syscall.ENOENT
+	}
+	dir, name := "", "."
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		dir, name = p[:i], p[i+1:]
+	} else if p != "" {
+		name = p
+	}
+	fd, done, err := n.fsys.openDir(dir)
+	return fd, name, done, toErrno(err)
+}
+
+// newChild makes the inode for a backing entry named by st.
+func (n *node) newChild(ctx context.Context, st *unix.Stat_t) *fs.Inode {
+	return n.NewInode(ctx, &node{fsys: n.fsys}, fs.StableAttr{Mode: uint32(st.Mode), Ino: st.Ino})
+}
+
+// fillAttr copies a stat into a FUSE attribute. unix.Stat_t and
+// syscall.Stat_t are the same kernel structure on every supported platform.
+func fillAttr(out *fuse.Attr, st *unix.Stat_t) {
+	out.FromStat((*syscall.Stat_t)(unsafe.Pointer(st)))
+}
+
+// writer is the identity of the process making a FUSE request.
+func writer(ctx context.Context) versionstore.Writer {
+	w := versionstore.Writer{Kind: versionstore.WriterMount}
+	if c, ok := fuse.FromContext(ctx); ok {
+		w.Pid, w.Uid = c.Pid, c.Uid
+		if c.Pid != 0 {
+			w.Comm = comm(c.Pid)
+		}
+	}
+	return w
+}
+
+// comm is a process's command name, or "" if it is gone.
+func comm(pid uint32) string {
+	b := make([]byte, 64)
+	fd, err := unix.Open("/proc/"+strconv.FormatUint(uint64(pid), 10)+"/comm", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(fd)
+	k, _ := unix.Read(fd, b)
+	return strings.TrimRight(string(b[:max(k, 0)]), "\n")
+}
+
+var _ = (fs.NodeLookuper)((*node)(nil))
+
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	fd, done, errno := n.dirFd()
+	if errno != 0 {
+		return nil, errno
+	}
+	defer done()
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, toErrno(err)
+	}
+	fillAttr(&out.Attr, &st)
+	return n.newChild(ctx, &st), 0
+}
+
+var _ = (fs.NodeGetattrer)((*node)(nil))
+
+func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if h, ok := f.(*handle); ok {
+		return h.Getattr(ctx, out)
+	}
+	fd, name, done, errno := n.at()
+	if errno != 0 {
+		return errno
+	}
+	defer done()
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return toErrno(err)
+	}
+	fillAttr(&out.Attr, &st)
+	return 0
+}
+
+var _ = (fs.NodeReadlinker)((*node)(nil))
+
+func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	fd, name, done, errno := n.at()
+	if errno != 0 {
+		return nil, errno
+	}
+	defer done()
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		k, err := unix.Readlinkat(fd, name, buf)
+		if err != nil {
+			return nil, toErrno(err)
+		}
+		if k < size {
+			return buf[:k], 0
+		}
+	}
+}
+
+var _ = (fs.NodeStatfser)((*node)(nil))
+
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	var st syscall.Statfs_t
+	if err := syscall.Fstatfs(n.fsys.rootFd, &st); err != nil {
+		return toErrno(err)
+	}
+	out.FromStatfsT(&st)
+	return 0
+}
+
+var _ = (fs.NodeOpendirHandler)((*node)(nil))
+
+func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	fd, done, errno := n.dirFd()
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	defer done()
+	dfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, 0, toErrno(err)
+	}
+	ds, errno := fs.NewLoopbackDirStreamFd(dfd)
+	return ds, 0, errno
+}

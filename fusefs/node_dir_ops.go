@@ -1,0 +1,324 @@
+package fusefs
+
+import (
+	"context"
+	"os"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// chownToCaller gives a new entry to the calling user, as a normal
+// filesystem would, when the daemon runs as root.
+func chownToCaller(ctx context.Context, dirfd int, name string) {
+	if os.Geteuid() != 0 {
+		return
+	}
+	if c, ok := fuse.FromContext(ctx); ok {
+		unix.Fchownat(dirfd, name, int(c.Uid), int(c.Gid), unix.AT_SYMLINK_NOFOLLOW)
+	}
+}
+
+// entry stats a new entry and makes its inode.
+func (n *node) entry(ctx context.Context, dirfd int, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, toErrno(err)
+	}
+	fillAttr(&out.Attr, &st)
+	return n.newChild(ctx, &st), 0
+}
+
+var _ = (fs.NodeCreater)((*node)(nil))
+
+func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	key, ok := n.childKey(name)
+	if !ok {
+		return nil, nil, 0, syscall.ENOENT
+	}
+	fd, done, errno := n.dirFd()
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	defer done()
+	unlock := n.fsys.store.Locks().Lock(key)
+	defer unlock()
+	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
+	ffd, err := unix.Openat(fd, name, int(flags)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	if err != nil {
+		return nil, nil, 0, toErrno(err)
+	}
+	chownToCaller(ctx, fd, name)
+	var st unix.Stat_t
+	if err := unix.Fstat(ffd, &st); err != nil {
+		unix.Close(ffd)
+		return nil, nil, 0, toErrno(err)
+	}
+	fillAttr(&out.Attr, &st)
+	child := n.newChild(ctx, &st)
+	h := newHandle(child.Operations().(*node), ffd)
+	h.markDirty(ctx, key) // a new (or truncated) file is a new version
+	return child, h, 0, 0
+}
+
+var _ = (fs.NodeMkdirer)((*node)(nil))
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	fd, done, errno := n.dirFd()
+	if errno != 0 {
+		return nil, errno
+	}
+	defer done()
+	if err := unix.Mkdirat(fd, name, mode); err != nil {
+		return nil, toErrno(err)
+	}
+	chownToCaller(ctx, fd, name)
+	return n.entry(ctx, fd, name, out)
+}
+
+var _ = (fs.NodeMknoder)((*node)(nil))
+
+func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	key, ok := n.childKey(name)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	fd, done, errno := n.dirFd()
+	if errno != 0 {
+		return nil, errno
+	}
+	defer done()
+	unlock := n.fsys.store.Locks().Lock(key)
+	defer unlock()
+	if err := mknodat(fd, name, mode, int(rdev)); err != nil {
+		return nil, toErrno(err)
+	}
+	chownToCaller(ctx, fd, name)
+	if mode&syscall.S_IFMT == syscall.S_IFREG {
+		n.fsys.refresh(nil, key, writer(ctx))
+	}
+	return n.entry(ctx, fd, name, out)
+}
+
+var _ = (fs.NodeSymlinker)((*node)(nil))
+
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	fd, done, errno := n.dirFd()
+	if errno != 0 {
+		return nil, errno
+	}
+	defer done()
+	if err := unix.Symlinkat(target, fd, name); err != nil {
+		return nil, toErrno(err)
+	}
+	chownToCaller(ctx, fd, name)
+	return n.entry(ctx, fd, name, out)
+}
+
+var _ = (fs.NodeLinker)((*node)(nil))
+
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	src, ok := target.(*node)
+	if !ok {
+		return nil, syscall.EXDEV
+	}
+	key, ok := n.childKey(name)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	sfd, sname, sdone, errno := src.at()
+	if errno != 0 {
+		return nil, errno
+	}
+	defer sdone()
+	fd, done, errno := n.dirFd()
+	if errno != 0 {
+		return nil, errno
+	}
+	defer done()
+	unlock := n.fsys.store.Locks().Lock(key)
+	defer unlock()
+	if err := unix.Linkat(sfd, sname, fd, name, 0); err != nil {
+		return nil, toErrno(err)
+	}
+	n.fsys.refresh(nil, key, writer(ctx))
+	return n.entry(ctx, fd, name, out)
+}
+
+var _ = (fs.NodeUnlinker)((*node)(nil))
+
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	key, ok := n.childKey(name)
+	if !ok {
+		return syscall.ENOENT
+	}
+	fd, done, errno := n.dirFd()
+	if errno != 0 {
+		return errno
+	}
+	defer done()
+	unlock := n.fsys.store.Locks().Lock(key)
+	defer unlock()
+	if err := unix.Unlinkat(fd, name, 0); err != nil {
+		return toErrno(err)
+	}
+	n.fsys.refresh(nil, key, writer(ctx)) // records the deletion
+	return 0
+}
+
+var _ = (fs.NodeRmdirer)((*node)(nil))
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	fd, done, errno := n.dirFd()
+	if errno != 0 {
+		return errno
+	}
+	defer done()
+	return toErrno(unix.Unlinkat(fd, name, unix.AT_REMOVEDIR))
+}
+
+var _ = (fs.NodeRenamer)((*node)(nil))
+
+// Rename moves an entry in the backing tree and the index with it: a file's
+// old path records a deletion and its new path the version it now holds
+// (the replaced file's history continues there); a directory's entries move
+// with their history, without rehashing.
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	np, ok := newParent.(*node)
+	if !ok {
+		return syscall.EXDEV
+	}
+	oldKey, ok1 := n.childKey(name)
+	newKey, ok2 := np.childKey(newName)
+	if !ok1 || !ok2 {
+		return syscall.ENOENT
+	}
+	fd, done, errno := n.dirFd()
+	if errno != 0 {
+		return errno
+	}
+	defer done()
+	nfd, ndone, errno := np.dirFd()
+	if errno != 0 {
+		return errno
+	}
+	defer ndone()
+	unlock := n.fsys.store.Locks().Lock2(oldKey, newKey)
+	defer unlock()
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return toErrno(err)
+	}
+	if err := renameat2(fd, name, nfd, newName, flags); err != nil {
+		return toErrno(err)
+	}
+	n.fsys.renamed(ctx, oldKey, newKey, st.Mode&syscall.S_IFMT == syscall.S_IFDIR, flags)
+	return 0
+}
+
+// renamed updates the index after a rename. Callers hold both keys' locks.
+func (f *FS) renamed(ctx context.Context, oldKey, newKey string, dir bool, flags uint32) {
+	w := writer(ctx)
+	exchange := flags&renameExchange != 0
+	switch {
+	case dir && exchange:
+		tmp := newKey + "\x00exchange"
+		f.logErr("move index", oldKey, f.store.MoveTree(oldKey, tmp))
+		f.logErr("move index", newKey, f.store.MoveTree(newKey, oldKey))
+		f.logErr("move index", newKey, f.store.MoveTree(tmp, newKey))
+	case dir:
+		f.logErr("move index", oldKey, f.store.MoveTree(oldKey, newKey))
+	default:
+		f.refresh(nil, oldKey, w) // gone, or the exchanged file
+		f.refresh(nil, newKey, w)
+	}
+}
+
+var _ = (fs.NodeSetattrer)((*node)(nil))
+
+func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if h, ok := f.(*handle); ok {
+		return h.Setattr(ctx, in, out)
+	}
+	fd, name, done, errno := n.at()
+	if errno != 0 {
+		return errno
+	}
+	defer done()
+	if errno := n.setattrAt(ctx, fd, name, in); errno != 0 {
+		return errno
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return toErrno(err)
+	}
+	fillAttr(&out.Attr, &st)
+	return 0
+}
+
+// setattrAt applies a SETATTR that came without an open file.
+func (n *node) setattrAt(ctx context.Context, fd int, name string, in *fuse.SetAttrIn) syscall.Errno {
+	if m, ok := in.GetMode(); ok {
+		if err := unix.Fchmodat(fd, name, m, 0); err != nil {
+			return toErrno(err)
+		}
+	}
+	uid, uok := in.GetUID()
+	gid, gok := in.GetGID()
+	if uok || gok {
+		u, g := -1, -1
+		if uok {
+			u = int(uid)
+		}
+		if gok {
+			g = int(gid)
+		}
+		if err := unix.Fchownat(fd, name, u, g, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return toErrno(err)
+		}
+	}
+	if size, ok := in.GetSize(); ok {
+		if errno := n.truncateAt(ctx, fd, name, int64(size)); errno != 0 {
+			return errno
+		}
+	}
+	mtime, mok := in.GetMTime()
+	atime, aok := in.GetATime()
+	if mok || aok {
+		ts := []unix.Timespec{{Nsec: utimeOmit}, {Nsec: utimeOmit}}
+		if aok {
+			ts[0] = unix.NsecToTimespec(atime.UnixNano())
+		}
+		if mok {
+			ts[1] = unix.NsecToTimespec(mtime.UnixNano())
+		}
+		if err := unix.UtimesNanoAt(fd, name, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return toErrno(err)
+		}
+	}
+	return 0
+}
+
+// truncateAt truncates a file by name (truncate(1), or O_TRUNC without an
+// open file) and records its new version.
+func (n *node) truncateAt(ctx context.Context, fd int, name string, size int64) syscall.Errno {
+	key, ok := n.key()
+	if !ok {
+		return syscall.ENOENT
+	}
+	unlock := n.fsys.store.Locks().Lock(key)
+	defer unlock()
+	ffd, err := unix.Openat(fd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return toErrno(err)
+	}
+	err = unix.Ftruncate(ffd, size)
+	unix.Close(ffd)
+	if err != nil {
+		return toErrno(err)
+	}
+	n.fsys.refresh(n, key, writer(ctx))
+	return 0
+}

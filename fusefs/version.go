@@ -1,0 +1,83 @@
+package fusefs
+
+import (
+	"sync"
+
+	"github.com/dshfs/dshfs/versionstore"
+)
+
+// dirtySet counts, per node, the open handles that changed the file and have
+// not committed. The store's dirty mark is set by the first and cleared by
+// the last, so a tool mutation is refused while any of them has unflushed
+// writes. Counts change only under the file's versionstore lock.
+type dirtySet struct {
+	mu sync.Mutex
+	n  map[*node]int
+}
+
+func (d *dirtySet) add(n *node) (first bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.n == nil {
+		d.n = make(map[*node]int)
+	}
+	d.n[n]++
+	return d.n[n] == 1
+}
+
+func (d *dirtySet) done(n *node) (last bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.n[n]--
+	if d.n[n] > 0 {
+		return false
+	}
+	delete(d.n, n)
+	return true
+}
+
+func (d *dirtySet) has(n *node) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n[n] > 0
+}
+
+// dirtyAdd is called under key's lock when a handle first changes n.
+func (f *FS) dirtyAdd(n *node, key string) {
+	if f.dirty.add(n) {
+		f.logErr("mark dirty", key, f.store.MarkDirty(key))
+	}
+}
+
+// dirtyDone is called when a handle that changed n commits; the last one
+// records the version of the bytes on disk, written by w.
+func (f *FS) dirtyDone(n *node, w versionstore.Writer) {
+	key, ok := n.key()
+	if !ok {
+		f.dirty.done(n)
+		return
+	}
+	unlock := f.store.Locks().Lock(key)
+	defer unlock()
+	if f.dirty.done(n) {
+		_, err := f.store.Refresh(key, w)
+		f.logErr("commit version", key, err)
+	}
+}
+
+// refresh records the version of key after a change made in one operation
+// (a truncate, a link, an unlink), unless open handles are still changing
+// it: their last commit will. Callers hold key's lock.
+func (f *FS) refresh(n *node, key string, w versionstore.Writer) {
+	if n != nil && f.dirty.has(n) {
+		return
+	}
+	_, err := f.store.Refresh(key, w)
+	f.logErr("commit version", key, err)
+}
+
+func (f *FS) logErr(what, key string, err error) {
+	if err != nil {
+		f.log.Error(what, "path", key, "err", err)
+	}
+}
