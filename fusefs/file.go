@@ -141,10 +141,18 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		return nil, 0, toErrno(err)
 	}
 	h := newHandle(n, ffd)
-	if trunc {
-		// The kernel normally sends O_TRUNC as a separate SETATTR, but a
-		// truncating open is a write all the same.
-		if errno := h.mutate(ctx, func() syscall.Errno { return toErrno(unix.Ftruncate(ffd, 0)) }); errno != 0 {
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		// A writer holding the file open blocks tool mutations until it
+		// closes: a tool's publish would leave its later writes in the
+		// replaced inode, lost. Truncation by O_TRUNC (with
+		// ATOMIC_O_TRUNC it comes here, not as a SETATTR) is a write too.
+		errno := h.mutate(ctx, func() syscall.Errno {
+			if trunc {
+				return toErrno(unix.Ftruncate(ffd, 0))
+			}
+			return 0
+		})
+		if errno != 0 {
 			unix.Close(ffd)
 			return nil, 0, errno
 		}

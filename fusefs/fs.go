@@ -98,6 +98,10 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		// Passthrough would hand reads and writes to the kernel, and the
 		// daemon would never see a write to version.
 		DisabledCapabilities: fuse.CAP_PASSTHROUGH,
+		// O_TRUNC arrives with the OPEN, so a truncate-and-rewrite is one
+		// versioned write instead of a SETATTR that would commit an empty
+		// version first.
+		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
 	}
 	server, err := fs.Mount(mnt, f.root, fopts)
 	if err != nil {

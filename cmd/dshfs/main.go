@@ -31,6 +31,7 @@ func newApp() *cli.App {
 			"version it did not see.\n\n" +
 			"Exit status: 0 success; 1 a tool call returned an error; 2 usage error; 3 failure.",
 		Commands: []*cli.Command{
+			mountCommand(),
 			toolsCommand(),
 			execCommand(),
 		},
@@ -43,7 +44,8 @@ func main() {
 }
 
 func run(args []string) int {
-	err := newApp().Run(args)
+	app := newApp()
+	err := app.Run(hoistFlags(app, args))
 	if err == nil {
 		return exitOK
 	}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/dshfs/dshfs/fusefs"
+	"github.com/dshfs/dshfs/versionstore"
+	"github.com/urfave/cli/v2"
+)
+
+// mountOptions are the flags of `dshfs mount`.
+type mountOptions struct {
+	Backing      string
+	Mountpoint   string
+	StateDir     string
+	Foreground   bool
+	NoPolicy     bool
+	AllowOther   bool
+	CacheTimeout time.Duration
+	Debug        bool
+}
+
+func mountCommand() *cli.Command {
+	var o mountOptions
+	return &cli.Command{
+		Name:      "mount",
+		Usage:     "mount a versioned view of BACKING at MOUNTPOINT",
+		ArgsUsage: "BACKING MOUNTPOINT",
+		Description: "Every write through the mount gets a content-hash version, attributed to the writing process.\n" +
+			"SIGINT or SIGTERM flushes the index and unmounts cleanly. A mount left behind by a crash is\n" +
+			"detected and replaced. The mount point must be outside the backing directory.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "foreground", Usage: "stay attached (required until the daemon mode lands)", Destination: &o.Foreground},
+			&cli.StringFlag{Name: "state", Usage: "state directory holding the index (default: per-workspace under the user's state dir)", Destination: &o.StateDir},
+			&cli.BoolFlag{Name: "no-policy", Usage: "serve the bare provider: no read-before-write checks", Destination: &o.NoPolicy},
+			&cli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (non-root needs user_allow_other in /etc/fuse.conf)", Destination: &o.AllowOther},
+			&cli.DurationFlag{Name: "cache-timeout", Usage: "how long the kernel may cache entries and attributes", Value: time.Second, Destination: &o.CacheTimeout},
+			&cli.BoolFlag{Name: "debug", Usage: "log every FUSE request", Destination: &o.Debug},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 2 {
+				return cli.Exit("mount takes BACKING and MOUNTPOINT", exitUsage)
+			}
+			o.Backing, o.Mountpoint = c.Args().Get(0), c.Args().Get(1)
+			if !o.Foreground {
+				return cli.Exit("dshfs mount runs in the foreground for now: pass --foreground", exitUsage)
+			}
+			if err := runMount(o); err != nil {
+				return cli.Exit(err.Error(), exitFailure)
+			}
+			return nil
+		},
+	}
+}
+
+func runMount(o mountOptions) error {
+	backing, err := filepath.Abs(o.Backing)
+	if err != nil {
+		return err
+	}
+	mnt, err := filepath.Abs(o.Mountpoint)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(backing); err != nil || !fi.IsDir() {
+		return fmt.Errorf("backing directory %s is not a directory", o.Backing)
+	}
+	if err := recoverStaleMount(mnt); err != nil {
+		return err
+	}
+	if o.StateDir == "" {
+		if o.StateDir, err = defaultStateDir(backing); err != nil {
+			return err
+		}
+	}
+	// The kernel applies the caller's umask before a create reaches the
+	// daemon; the daemon must not apply its own again. New files written by
+	// the tools still get the umask dshfs was started with.
+	umask := os.FileMode(syscall.Umask(0))
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	var fsys *fusefs.FS
+	store, err := versionstore.Open(backing, filepath.Join(o.StateDir, "index.db"), versionstore.Options{
+		Umask:      &umask,
+		AliasRoots: []string{mnt},
+		OnPublish:  func(key string) { fsys.Invalidate(key) },
+		Logger:     log,
+	})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	fsys, err = fusefs.Mount(mnt, store, fusefs.Options{AllowOther: o.AllowOther, CacheTimeout: o.CacheTimeout, Debug: o.Debug, Logger: log})
+	if err != nil {
+		return err
+	}
+	log.Info("mounted", "backing", backing, "mountpoint", mnt, "state", o.StateDir)
+	fmt.Fprintf(os.Stderr, "dshfs: %s mounted at %s (Ctrl-C to unmount)\n", backing, mnt)
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { fsys.Wait(); close(done) }()
+	select {
+	case s := <-sig:
+		log.Info("unmounting", "signal", s.String())
+		if err := fsys.Unmount(); err != nil {
+			return err
+		}
+	case <-done:
+		log.Info("unmounted from outside")
+	}
+	return nil
+}
+
+// recoverStaleMount detaches a FUSE mount whose daemon died: the kernel
+// answers ENOTCONN for it, and nothing can be mounted over it until it goes.
+func recoverStaleMount(mnt string) error {
+	_, err := os.Stat(mnt)
+	if !errors.Is(err, syscall.ENOTCONN) {
+		if err != nil {
+			return fmt.Errorf("mount point: %w", err)
+		}
+		return nil
+	}
+	if err := detachMount(mnt); err != nil {
+		return fmt.Errorf("mount point %s is a dead mount and could not be detached: %w", mnt, err)
+	}
+	return nil
+}
