@@ -21,7 +21,8 @@ type handle struct {
 	n  *node
 
 	mu     sync.Mutex
-	dirty  bool
+	dirty  bool // counted in the FS's dirty set: a version is owed
+	wrote  bool // bytes were written since the last commit
 	writer versionstore.Writer
 }
 
@@ -36,23 +37,30 @@ func newHandle(n *node, fd int) *handle {
 // and marks the file dirty. A file no longer in the tree (unlinked while
 // open) has no version to keep, so op just runs.
 func (h *handle) mutate(ctx context.Context, op func() syscall.Errno) syscall.Errno {
+	return h.change(ctx, true, op)
+}
+
+// change is mutate; wrote says whether op writes bytes (rather than open
+// the file for writing, or create or truncate it on open).
+func (h *handle) change(ctx context.Context, wrote bool, op func() syscall.Errno) syscall.Errno {
 	key, ok := h.n.key()
 	if !ok {
 		return op()
 	}
 	unlock := h.n.fsys.store.Locks().Lock(key)
 	defer unlock()
-	h.markDirty(ctx, key)
+	h.markDirty(ctx, key, wrote)
 	return op()
 }
 
 // markDirty notes a change through h. The first one since the last commit
 // tells the store; the writer is the last caller with a pid (writeback and
 // mmap writes come from the kernel, pid 0).
-func (h *handle) markDirty(ctx context.Context, key string) {
+func (h *handle) markDirty(ctx context.Context, key string, wrote bool) {
 	h.mu.Lock()
 	first := !h.dirty
 	h.dirty = true
+	h.wrote = h.wrote || wrote
 	if w := writer(ctx); w.Pid != 0 || h.writer.Kind == "" {
 		h.writer = w
 	}
@@ -63,13 +71,20 @@ func (h *handle) markDirty(ctx context.Context, key string) {
 }
 
 // commit records the file's version if h changed it. The store rehashes
-// the bytes on disk, so what is committed is exactly what is there.
-func (h *handle) commit() {
+// the bytes on disk, so what is committed is exactly what is there. A flush
+// or fsync commits only after bytes were written: a shell redirect closes a
+// duplicate of the new descriptor before writing, and the empty file it
+// would record is not a version anyone meant. Release commits whatever is
+// owed.
+func (h *handle) commit(release bool) {
 	h.mu.Lock()
-	dirty, w := h.dirty, h.writer
-	h.dirty = false
+	owed := h.dirty && (h.wrote || release)
+	w := h.writer
+	if owed {
+		h.dirty, h.wrote = false, false
+	}
 	h.mu.Unlock()
-	if dirty {
+	if owed {
 		h.n.fsys.dirtyDone(h.n, w)
 	}
 }
@@ -105,7 +120,7 @@ var _ = (fs.FileFlusher)((*handle)(nil))
 
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
 	errno := h.LoopbackFile.Flush(ctx)
-	h.commit()
+	h.commit(false)
 	return errno
 }
 
@@ -113,14 +128,14 @@ var _ = (fs.FileFsyncer)((*handle)(nil))
 
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	errno := h.LoopbackFile.Fsync(ctx, flags)
-	h.commit()
+	h.commit(false)
 	return errno
 }
 
 var _ = (fs.FileReleaser)((*handle)(nil))
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
-	h.commit()
+	h.commit(true)
 	return h.LoopbackFile.Release(ctx)
 }
 
@@ -146,7 +161,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		// closes: a tool's publish would leave its later writes in the
 		// replaced inode, lost. Truncation by O_TRUNC (with
 		// ATOMIC_O_TRUNC it comes here, not as a SETATTR) is a write too.
-		errno := h.mutate(ctx, func() syscall.Errno {
+		errno := h.change(ctx, false, func() syscall.Errno {
 			if trunc {
 				return toErrno(unix.Ftruncate(ffd, 0))
 			}

@@ -59,7 +59,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	fillAttr(&out.Attr, &st)
 	child := n.newChild(ctx, &st)
 	h := newHandle(child.Operations().(*node), ffd)
-	h.markDirty(ctx, key) // a new (or truncated) file is a new version
+	h.markDirty(ctx, key, false) // a new (or truncated) file owes a version
 	return child, h, 0, 0
 }
 
