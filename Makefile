@@ -34,5 +34,7 @@ fuzz:
 bench:
 	$(GO) test ./versionstore ./toolapi -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME)
 
+# 30 s of shell writers and tool actors on one mount, plus the in-process races.
 stress:
-	$(GO) test -race -count=50 -run 'Concurrent' ./versionstore ./toolapi
+	DSHFS_STRESS=30s $(GO) test -race -count=1 -run 'Concurrent' ./integration
+	$(GO) test -race -count=20 -run 'Concurrent' ./versionstore ./toolapi
