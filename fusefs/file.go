@@ -136,6 +136,7 @@ var _ = (fs.FileReleaser)((*handle)(nil))
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
 	h.commit(true)
+	h.n.keepCache(h.fd) // the kernel's pages match what was written through it
 	return h.LoopbackFile.Release(ctx)
 }
 
@@ -171,6 +172,9 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 			unix.Close(ffd)
 			return nil, 0, errno
 		}
+	}
+	if n.keepCache(ffd) {
+		return h, fuse.FOPEN_KEEP_CACHE, 0
 	}
 	return h, 0, 0
 }

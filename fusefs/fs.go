@@ -15,6 +15,7 @@ package fusefs
 import (
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"os"
 	"path"
@@ -38,8 +39,9 @@ type Options struct {
 	CacheTimeout time.Duration
 	// AllowOther lets other users use the mount (FUSE allow_other).
 	AllowOther bool
-	// Debug logs every FUSE request.
-	Debug bool
+	// Debug logs every FUSE request, to DebugLog if set.
+	Debug    bool
+	DebugLog *log.Logger
 	// Logger receives failures that cannot be returned to a caller
 	// (default slog.Default()).
 	Logger *slog.Logger
@@ -93,6 +95,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		DirectMount:   os.Geteuid() == 0,
 		MaxWrite:      1 << 20,
 		Debug:         opts.Debug,
+		Logger:        opts.DebugLog,
 		EnableLocks:   true,
 		DisableXAttrs: false,
 		// Passthrough would hand reads and writes to the kernel, and the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -20,6 +21,32 @@ import (
 type node struct {
 	fs.Inode
 	fsys *FS
+
+	mu     sync.Mutex
+	cached cacheStamp // the file as the kernel's page cache last knew it
+}
+
+// cacheStamp identifies a file's content for the page cache: the same
+// stamp at the next open means nothing changed it behind the kernel's back.
+type cacheStamp struct {
+	size, mtime, ctime int64
+}
+
+// keepCache reports whether the kernel may keep its cached pages of the
+// open file fd (unchanged since the kernel last saw it) and remembers its
+// stamp. Writes through the mount keep the kernel's pages current; only a
+// change made straight into the backing directory drops them.
+func (n *node) keepCache(fd int) bool {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return false
+	}
+	stamp := cacheStamp{st.Size, st.Mtim.Nano(), st.Ctim.Nano()}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	same := n.cached == stamp
+	n.cached = stamp
+	return same
 }
 
 var _ = (fs.InodeEmbedder)((*node)(nil))

@@ -167,3 +167,22 @@ func TestMountHistoryNamesTheWriter(t *testing.T) {
 		t.Fatalf("deletion = %+v", h[0])
 	}
 }
+
+// The kernel keeps a file's pages between opens only while nothing changed
+// the file behind its back: a write straight into the backing directory is
+// seen at the next open.
+func TestPageCacheDroppedOnOutsideChange(t *testing.T) {
+	w := mountWorkspace(t)
+	w.sh("printf 'aaaa\\n' > f.txt")
+	for range 2 {
+		if got := w.content("f.txt"); got != "aaaa\n" {
+			t.Fatalf("content %q", got)
+		}
+	}
+	if err := os.WriteFile(w.backing+"/f.txt", []byte("bbbb\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.content("f.txt"); got != "bbbb\n" {
+		t.Fatalf("content %q after an outside write: stale pages", got)
+	}
+}
