@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/dshfs/dshfs/versionstore"
@@ -30,7 +31,13 @@ type node struct {
 // stamp at the next open means nothing changed it behind the kernel's back.
 type cacheStamp struct {
 	size, mtime, ctime int64
+	settled            bool // taken long enough after ctime to prove anything
 }
+
+// cacheRacyWindow: a stamp taken this soon after the file's ctime may not
+// show a same-size write landing in the same timestamp tick (the kernel's
+// coarse clock ticks every few milliseconds), so it cannot keep the cache.
+const cacheRacyWindow = 100 * time.Millisecond
 
 // keepCache reports whether the kernel may keep its cached pages of the
 // open file fd (unchanged since the kernel last saw it) and remembers its
@@ -41,12 +48,13 @@ func (n *node) keepCache(fd int) bool {
 	if unix.Fstat(fd, &st) != nil {
 		return false
 	}
-	stamp := cacheStamp{st.Size, st.Mtim.Nano(), st.Ctim.Nano()}
+	settled := time.Now().UnixNano()-max(st.Mtim.Nano(), st.Ctim.Nano()) > int64(cacheRacyWindow)
+	stamp := cacheStamp{st.Size, st.Mtim.Nano(), st.Ctim.Nano(), settled}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	same := n.cached == stamp
+	keep := n.cached == stamp && n.cached.settled
 	n.cached = stamp
-	return same
+	return keep
 }
 
 var _ = (fs.InodeEmbedder)((*node)(nil))

@@ -34,7 +34,6 @@ type record struct {
 	Version  Version     `json:"version"` // zero: the path is known to be absent (a tombstone)
 	FP       fingerprint `json:"fp"`
 	Recorded int64       `json:"recorded_ns"` // wall clock when FP was taken, for the racy rule
-	Dirty    bool        `json:"dirty,omitempty"`
 	// HistFirst and HistNext bound the live history sequence numbers [first, next).
 	HistFirst uint64 `json:"hist_first"`
 	HistNext  uint64 `json:"hist_next"`
@@ -195,23 +194,4 @@ func deleteEntry(tx *bolt.Tx, key string) error {
 		}
 	}
 	return tx.Bucket(bucketFiles).Delete([]byte(key))
-}
-
-// clearDirty drops every dirty mark.
-func clearDirty(tx *bolt.Tx) error {
-	var keys []string
-	err := tx.Bucket(bucketFiles).ForEach(func(k, _ []byte) error {
-		if r, _, err := getRecord(tx, string(k)); err == nil && r.Dirty {
-			keys = append(keys, string(k))
-		}
-		return nil
-	})
-	for _, k := range keys {
-		r, _, _ := getRecord(tx, k)
-		r.Dirty = false
-		if err := putRecord(tx, k, r); err != nil {
-			return err
-		}
-	}
-	return err
 }

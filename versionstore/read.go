@@ -85,6 +85,7 @@ func (s *Store) ReadText(ctx context.Context, t Target, sink func(string)) (Vers
 	if ctx.Err() != nil {
 		return Version{}, aborted("read")
 	}
+	s.flushPending()
 	fi, err := s.statTarget(t, "read")
 	if err != nil {
 		return Version{}, err

@@ -64,6 +64,7 @@ type Store struct {
 	dirMode      fs.FileMode
 
 	onPublish func(key string)
+	mount     mountState
 
 	// beforePublish, when set by tests, runs between the check and the
 	// publish of a mutation, to stage races deterministically.
@@ -241,13 +242,6 @@ func prepareIndex(db *bolt.DB) error {
 		if err := initBuckets(tx); err != nil {
 			return err
 		}
-		if !clean {
-			// Dirty marks belong to writers of a process that is gone:
-			// drop them, and let the fingerprints decide what to rehash.
-			if err := clearDirty(tx); err != nil {
-				return err
-			}
-		}
 		return tx.Bucket(bucketMeta).Delete(keyClean)
 	})
 }
@@ -280,11 +274,16 @@ func (s *Store) syncLoop(interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var synced int64
+	flush := time.NewTicker(mountFlushInterval)
+	defer flush.Stop()
 	for {
 		select {
 		case <-s.stopSync:
 			return
+		case <-flush.C:
+			s.flushPending()
 		case <-t.C:
+			s.flushPending()
 			st := s.db.Stats()
 			if w := st.TxStats.GetWrite(); w != synced {
 				if err := s.db.Sync(); err != nil {
@@ -312,6 +311,7 @@ func (s *Store) Close() error {
 	s.closeMu.Do(func() {
 		close(s.stopSync)
 		s.syncDone.Wait()
+		s.flushPending()
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketMeta).Put(keyClean, []byte{1})
 		})

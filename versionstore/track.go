@@ -42,7 +42,7 @@ func (s *Store) record(tx *bolt.Tx, key string, c change) error {
 			return err
 		}
 	}
-	r.Version, r.FP, r.Recorded, r.Dirty = c.version, c.fp, c.at.UnixNano(), false
+	r.Version, r.FP, r.Recorded = c.version, c.fp, c.at.UnixNano()
 	return putRecord(tx, key, r)
 }
 
@@ -60,10 +60,10 @@ func (s *Store) noteVersion(key string, fp fingerprint, v Version, at time.Time)
 	if err != nil || fingerprintOf(fi) != fp {
 		return
 	}
+	if s.dirty(key) {
+		return // a write through the mount is in progress: its commit attributes it
+	}
 	s.logErr("record external change", key, s.db.Update(func(tx *bolt.Tx) error {
-		if r, found, err := getRecord(tx, key); err != nil || found && r.Dirty {
-			return err // a write through the mount is in progress: its commit attributes it
-		}
 		return s.record(tx, key, change{version: v, fp: fp, size: fi.Size(), writer: External, at: at})
 	}))
 }
@@ -73,7 +73,7 @@ func (s *Store) indexAgrees(key string, fp fingerprint, v Version) bool {
 	agrees := false
 	s.db.View(func(tx *bolt.Tx) error {
 		r, found, err := getRecord(tx, key)
-		agrees = err == nil && found && !r.Dirty && r.Version == v && r.FP == fp
+		agrees = err == nil && found && r.Version == v && r.FP == fp
 		return nil
 	})
 	return agrees
@@ -117,9 +117,7 @@ func (s *Store) probe(t Target, verb string, w Writer, force bool) (current, err
 	fi, err := s.statTarget(t, verb)
 	if err != nil || fi == nil {
 		if err == nil {
-			s.logErr("record deletion", t.Key, s.db.Update(func(tx *bolt.Tx) error {
-				return s.record(tx, t.Key, change{writer: w, at: time.Now()})
-			}))
+			s.commitChange(t.Key, change{writer: w, at: time.Now()}, force)
 		}
 		return current{}, err
 	}
@@ -128,14 +126,15 @@ func (s *Store) probe(t Target, verb string, w Writer, force bool) (current, err
 	}
 	fp := fingerprintOf(fi)
 	var trusted Version
+	dirty := s.dirty(t.Key)
 	s.db.View(func(tx *bolt.Tx) error {
 		r, found, err := getRecord(tx, t.Key)
-		if err == nil && found && !force && !r.Dirty && r.FP == fp && !fp.racy(r.Recorded) {
+		if err == nil && found && !force && r.FP == fp && !fp.racy(r.Recorded) {
 			trusted = r.Version
 		}
 		return nil
 	})
-	if !trusted.IsZero() {
+	if !trusted.IsZero() && !dirty {
 		return current{fi: fi, version: trusted}, nil
 	}
 	at := time.Now()
@@ -148,46 +147,31 @@ func (s *Store) probe(t Target, verb string, w Writer, force bool) (current, err
 	if err != nil {
 		return current{}, osError(verb, t.Display, err)
 	}
-	s.logErr("update index", t.Key, s.db.Update(func(tx *bolt.Tx) error {
-		if r, found, err := getRecord(tx, t.Key); err != nil || found && r.Dirty && !force {
-			return err // a write through the mount is in progress: its commit attributes it
-		}
-		return s.record(tx, t.Key, change{version: v, fp: fingerprintOf(ofi), size: ofi.Size(), writer: w, at: at})
-	}))
+	s.commitChange(t.Key, change{version: v, fp: fingerprintOf(ofi), size: ofi.Size(), writer: w, at: at}, force)
 	return current{fi: ofi, version: v}, nil
 }
 
-// MarkDirty records that key is being written through the mount: until
-// Refresh, no fingerprint is trusted for it and no external change is
-// attributed. Callers hold the file's lock.
-func (s *Store) MarkDirty(key string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		r, _, err := getRecord(tx, key)
-		if err != nil || r.Dirty {
-			return err
-		}
-		r.Dirty = true
-		return putRecord(tx, key, r)
-	})
+// commitChange records c for key: a mount commit (force) joins the next
+// batch; any other is written now, unless the mount is writing key, whose
+// commit will attribute the change.
+func (s *Store) commitChange(key string, c change, force bool) {
+	if force {
+		s.queue(key, c)
+		return
+	}
+	if s.dirty(key) {
+		return
+	}
+	s.logErr("update index", key, s.db.Update(func(tx *bolt.Tx) error { return s.record(tx, key, c) }))
 }
 
 // Refresh rehashes key from disk and records its version as written by w if
 // it changed (a deletion if it is gone), clearing any dirty mark. Callers
 // hold the file's lock.
 func (s *Store) Refresh(key string, w Writer) (Version, error) {
+	s.flushPending() // earlier commits of key first: its history stays in order
 	c, err := s.probe(Target{Key: key, Display: key}, "read", w, true)
 	return c.version, err
-}
-
-// dirty reports whether key has writes in progress through the mount.
-func (s *Store) dirty(key string) bool {
-	d := false
-	s.db.View(func(tx *bolt.Tx) error {
-		r, found, err := getRecord(tx, key)
-		d = err == nil && found && r.Dirty
-		return nil
-	})
-	return d
 }
 
 // MoveTree moves the index entries and history of oldKey, and of every
@@ -197,6 +181,7 @@ func (s *Store) MoveTree(oldKey, newKey string) error {
 	if oldKey == newKey {
 		return nil
 	}
+	s.flushPending()
 	return s.db.Update(func(tx *bolt.Tx) error {
 		files := tx.Bucket(bucketFiles)
 		var keys []string
@@ -219,6 +204,7 @@ func (s *Store) MoveTree(oldKey, newKey string) error {
 
 // History returns the versions of key, newest first.
 func (s *Store) History(key string) ([]HistoryEntry, error) {
+	s.flushPending()
 	var out []HistoryEntry
 	err := s.db.View(func(tx *bolt.Tx) (err error) {
 		out, err = readHistory(tx, key)
@@ -230,12 +216,15 @@ func (s *Store) History(key string) ([]HistoryEntry, error) {
 // Stats counts the index.
 type Stats struct {
 	Files int // paths with a present version
-	Dirty int // paths being written through the mount
+	Dirty int // paths being written through the mount now
 }
 
 // Stats counts the index entries.
 func (s *Store) Stats() (Stats, error) {
-	var st Stats
+	s.flushPending()
+	s.mount.mu.Lock()
+	st := Stats{Dirty: len(s.mount.dirty)}
+	s.mount.mu.Unlock()
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
 			var r record
@@ -244,9 +233,6 @@ func (s *Store) Stats() (Stats, error) {
 			}
 			if !r.Version.IsZero() {
 				st.Files++
-			}
-			if r.Dirty {
-				st.Dirty++
 			}
 			return nil
 		})
@@ -300,8 +286,8 @@ func (s *Store) recordSnapshot(tx *bolt.Tx, key string, snap snapshot) error {
 	if snap.statOnly || snap.fi != nil && !snap.fi.Mode().IsRegular() {
 		return nil
 	}
-	if r, found, err := getRecord(tx, key); err != nil || found && r.Dirty {
-		return err
+	if s.dirty(key) {
+		return nil // the mount's commit will attribute it
 	}
 	return s.record(tx, key, change{version: snap.version, fp: snap.fp, size: sizeOf(snap.fi), writer: External, at: snap.at})
 }

@@ -72,6 +72,7 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 	defer s.published(t.Key, &res.Version) // after the unlock below
 	unlock := s.locks.Lock(t.Key)
 	defer unlock()
+	s.flushPending()
 	keep := int64(0)
 	switch {
 	case intent.Kind == IntentCreateIfAbsent:
@@ -145,6 +146,7 @@ func (s *Store) EditText(ctx context.Context, t Target, e Edit, expected *Versio
 	defer s.published(t.Key, &res.Version) // after the unlock below
 	unlock := s.locks.Lock(t.Key)
 	defer unlock()
+	s.flushPending()
 	cur, err := s.snapshotLocked(t, "edit", -1)
 	if err != nil {
 		return res, err
