@@ -261,5 +261,8 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 		return nil, 0, toErrno(err)
 	}
 	ds, errno := fs.NewLoopbackDirStreamFd(dfd)
-	return ds, 0, errno
+	// The kernel may cache the listing: its own changes to the directory
+	// drop it, and so does a changed mtime when it revalidates attributes,
+	// which is how a change made straight into the backing tree shows.
+	return ds, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, errno
 }

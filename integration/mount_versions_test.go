@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dshfs/dshfs/versionstore"
 )
@@ -184,5 +185,37 @@ func TestPageCacheDroppedOnOutsideChange(t *testing.T) {
 	}
 	if got := w.content("f.txt"); got != "bbbb\n" {
 		t.Fatalf("content %q after an outside write: stale pages", got)
+	}
+}
+
+// Directory listings cached by the kernel follow changes through the mount,
+// by the tools, and straight into the backing directory.
+func TestDirectoryListingsFollowChanges(t *testing.T) {
+	w := mountWorkspace(t)
+	w.sh("mkdir d && touch d/a")
+	list := func() string { return strings.TrimSpace(w.sh("ls d | tr '\\n' ' '")) }
+	if got := list(); got != "a" {
+		t.Fatalf("ls = %q", got)
+	}
+	w.sh("touch d/b")
+	if got := list(); got != "a b" {
+		t.Fatalf("after a create through the mount: %q", got)
+	}
+	if r := w.write("agent", "d/c", "x"); r.IsError {
+		t.Fatal(r.Text)
+	}
+	if got := list(); got != "a b c" {
+		t.Fatalf("after a tool create: %q", got)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(w.backing+"/d/e", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Second) // the attribute timeout, 1 s
+	for list() != "a b c e" && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := list(); got != "a b c e" {
+		t.Fatalf("after an outside create: %q", got)
 	}
 }
