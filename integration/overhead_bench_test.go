@@ -88,6 +88,9 @@ func benchMount(b *testing.B, counts *opCounter) *benchWS {
 	})
 	must(b, err)
 	opts := fusefs.Options{}
+	if d, err := time.ParseDuration(os.Getenv("DSHFS_BENCH_CACHE")); err == nil {
+		opts.CacheTimeout = d // e.g. 30s: what longer kernel caching buys
+	}
 	if counts != nil {
 		opts.Debug, opts.DebugLog = true, log.New(counts, "", 0)
 	}

@@ -1,0 +1,118 @@
+package integration
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dshfs/dshfs/fusefs"
+	"github.com/dshfs/dshfs/versionstore"
+	"golang.org/x/sys/unix"
+)
+
+// `dshfs mount --foreground` serves the mount, keeps its index outside the
+// workspace (and out of the mount), and on SIGTERM commits and unmounts.
+func TestMountCommandLifecycle(t *testing.T) {
+	requireFUSE(t)
+	backing, mnt, state := t.TempDir(), filepath.Join(t.TempDir(), "mnt"), t.TempDir()
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(dshfsBin, "mount", backing, mnt, "--foreground")
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		unix.Unmount(mnt, unix.MNT_DETACH)
+	})
+	waitMounted(t, mnt, true)
+
+	if err := os.WriteFile(filepath.Join(mnt, "f.txt"), []byte("through the mount\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(mnt)
+	if len(entries) != 1 {
+		t.Fatalf("mount lists %v: the state directory must not appear", entries)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("dshfs mount exited with %v\n%s", err, stderr.String())
+	}
+	waitMounted(t, mnt, false)
+
+	// The index was committed and closed cleanly: reopen it and look.
+	index, _ := filepath.Glob(filepath.Join(state, "dshfs", "*", "index.db"))
+	if len(index) != 1 {
+		t.Fatalf("index files: %v", index)
+	}
+	store, err := versionstore.Open(backing, index[0], versionstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	h, err := store.History("f.txt")
+	if err != nil || len(h) != 1 || h[0].Version != versionstore.SumString("through the mount\n") || h[0].Writer.Kind != versionstore.WriterMount {
+		t.Fatalf("history after shutdown: %+v %v", h, err)
+	}
+}
+
+func waitMounted(t *testing.T, mnt string, want bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile("/proc/self/mountinfo")
+		if strings.Contains(string(b), " "+mnt+" ") == want {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s mounted != %v after 10 s", mnt, want)
+}
+
+// A mount point inside the backing directory would deadlock; it is refused
+// with a plain explanation.
+func TestMountPointInsideBackingRefused(t *testing.T) {
+	requireFUSE(t)
+	backing := t.TempDir()
+	store, err := versionstore.Open(backing, filepath.Join(t.TempDir(), "index.db"), versionstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	inner := filepath.Join(backing, "mnt")
+	os.Mkdir(inner, 0o755)
+	_, err = fusefs.Mount(inner, store, fusefs.Options{})
+	if err == nil || !strings.Contains(err.Error(), "inside the backing directory") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// RENAME_EXCHANGE swaps two files: each name's history records the bytes it
+// now holds.
+func TestRenameExchange(t *testing.T) {
+	w := mountWorkspace(t)
+	w.sh("printf A > a && printf B > b")
+	w.read("agent", "a")
+	if err := unix.Renameat2(unix.AT_FDCWD, w.path("a"), unix.AT_FDCWD, w.path("b"), unix.RENAME_EXCHANGE); err != nil {
+		t.Fatal(err)
+	}
+	if w.indexVersion("a") != versionstore.SumString("B") || w.indexVersion("b") != versionstore.SumString("A") {
+		t.Fatal("the index did not follow the exchange")
+	}
+	wantCode(t, w.edit("agent", "a", "B", "C"), versionstore.CodeStaleVersion)
+	if err := unix.Renameat2(unix.AT_FDCWD, w.path("a"), unix.AT_FDCWD, w.path("b"), unix.RENAME_NOREPLACE); err != unix.EEXIST {
+		t.Fatalf("RENAME_NOREPLACE over an existing file: %v", err)
+	}
+}
