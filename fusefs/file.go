@@ -156,6 +156,10 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if err != nil {
 		return nil, 0, toErrno(err)
 	}
+	if errno := n.sameInode(ffd); errno != 0 {
+		unix.Close(ffd)
+		return nil, 0, errno
+	}
 	h := newHandle(n, ffd)
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		// A writer holding the file open blocks tool mutations until it

@@ -101,10 +101,12 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		// Passthrough would hand reads and writes to the kernel, and the
 		// daemon would never see a write to version.
 		DisabledCapabilities: fuse.CAP_PASSTHROUGH,
-		// O_TRUNC arrives with the OPEN, so a truncate-and-rewrite is one
-		// versioned write instead of a SETATTR that would commit an empty
-		// version first.
-		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+		// ATOMIC_O_TRUNC is deliberately not negotiated: without a
+		// writeback cache the kernel does not serialize a truncating OPEN
+		// against concurrent O_APPEND writes, which then land past the new
+		// end and leave holes. A SETATTR truncation runs under the inode
+		// lock; the open handle it follows keeps it from committing an
+		// empty version.
 	}
 	server, err := fs.Mount(mnt, f.root, fopts)
 	if err != nil {

@@ -147,9 +147,29 @@ func (n *node) at() (int, string, func(), syscall.Errno) {
 	return fd, name, done, toErrno(err)
 }
 
+// sameInode checks that fd, opened by n's name, is the file the kernel
+// means by n. A tool publish renames a new inode over the name; until the
+// kernel drops its entry, it still sends requests for the old one. Opening
+// the new file for them would mix the two — an O_APPEND write would land at
+// the old file's size, leaving a hole. ESTALE makes the kernel look the name
+// up again and retry.
+func (n *node) sameInode(fd int) syscall.Errno {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return toErrno(err)
+	}
+	if n.EmbeddedInode() == n.fsys.root.EmbeddedInode() {
+		return 0
+	}
+	if a := n.StableAttr(); st.Ino != a.Ino || generation(fd, "") != a.Gen {
+		return syscall.ESTALE
+	}
+	return 0
+}
+
 // newChild makes the inode for a backing entry named by st.
-func (n *node) newChild(ctx context.Context, st *unix.Stat_t) *fs.Inode {
-	return n.NewInode(ctx, &node{fsys: n.fsys}, fs.StableAttr{Mode: uint32(st.Mode), Ino: st.Ino})
+func (n *node) newChild(ctx context.Context, st *unix.Stat_t, gen uint64) *fs.Inode {
+	return n.NewInode(ctx, &node{fsys: n.fsys}, fs.StableAttr{Mode: uint32(st.Mode), Ino: st.Ino, Gen: gen})
 }
 
 // fillAttr copies a stat into a FUSE attribute. unix.Stat_t and
@@ -195,7 +215,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		return nil, toErrno(err)
 	}
 	fillAttr(&out.Attr, &st)
-	return n.newChild(ctx, &st), 0
+	return n.newChild(ctx, &st, generation(fd, name)), 0
 }
 
 var _ = (fs.NodeGetattrer)((*node)(nil))

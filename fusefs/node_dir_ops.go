@@ -28,7 +28,7 @@ func (n *node) entry(ctx context.Context, dirfd int, name string, out *fuse.Entr
 		return nil, toErrno(err)
 	}
 	fillAttr(&out.Attr, &st)
-	return n.newChild(ctx, &st), 0
+	return n.newChild(ctx, &st, generation(dirfd, name)), 0
 }
 
 var _ = (fs.NodeCreater)((*node)(nil))
@@ -57,7 +57,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, toErrno(err)
 	}
 	fillAttr(&out.Attr, &st)
-	child := n.newChild(ctx, &st)
+	child := n.newChild(ctx, &st, generation(ffd, ""))
 	h := newHandle(child.Operations().(*node), ffd)
 	h.markDirty(ctx, key, false) // a new (or truncated) file owes a version
 	return child, h, 0, 0
@@ -313,6 +313,10 @@ func (n *node) truncateAt(ctx context.Context, fd int, name string, size int64) 
 	ffd, err := unix.Openat(fd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return toErrno(err)
+	}
+	if errno := n.sameInode(ffd); errno != 0 {
+		unix.Close(ffd)
+		return errno
 	}
 	err = unix.Ftruncate(ffd, size)
 	unix.Close(ffd)

@@ -27,3 +27,5 @@ const (
 func mknodat(dirfd int, name string, mode uint32, dev int) error { return unix.ENOTSUP }
 
 func detach(mnt string) error { return unix.Unmount(mnt, unix.MNT_FORCE) }
+
+func generation(dirfd int, name string) uint64 { return 1 }

@@ -30,3 +30,18 @@ func mknodat(dirfd int, name string, mode uint32, dev int) error {
 
 // detach unmounts lazily: the mount disappears now, and goes once unused.
 func detach(mnt string) error { return unix.Unmount(mnt, unix.MNT_DETACH) }
+
+// generation is the birth time of dirfd/name (of dirfd itself when name is
+// ""): with the inode number it tells apart files that reuse a number, as
+// ext4 does at once after a tool publish frees the replaced file's.
+func generation(dirfd int, name string) uint64 {
+	var stx unix.Statx_t
+	flags := unix.AT_SYMLINK_NOFOLLOW
+	if name == "" {
+		flags |= unix.AT_EMPTY_PATH
+	}
+	if unix.Statx(dirfd, name, flags, unix.STATX_BTIME, &stx) != nil || stx.Mask&unix.STATX_BTIME == 0 {
+		return 1
+	}
+	return uint64(stx.Btime.Sec)*1e9 + uint64(stx.Btime.Nsec)
+}

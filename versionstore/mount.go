@@ -19,6 +19,10 @@ type mountState struct {
 	mu      sync.Mutex
 	dirty   map[string]bool
 	pending []pendingChange
+
+	// flushing is held while a batch is taken and committed, so a caller
+	// that flushes waits for a batch another goroutine took a moment ago.
+	flushing sync.Mutex
 }
 
 type pendingChange struct {
@@ -65,6 +69,8 @@ func (s *Store) queue(key string, c change) {
 
 // flushPending commits the queued mount versions in one transaction.
 func (s *Store) flushPending() {
+	s.mount.flushing.Lock()
+	defer s.mount.flushing.Unlock()
 	s.mount.mu.Lock()
 	batch := s.mount.pending
 	s.mount.pending = nil
