@@ -50,6 +50,7 @@ func (h *handle) change(ctx context.Context, wrote bool, op func() syscall.Errno
 	unlock := h.n.fsys.store.Locks().Lock(key)
 	defer unlock()
 	h.markDirty(ctx, key, wrote)
+	h.n.noteSelf()
 	return op()
 }
 
@@ -136,6 +137,7 @@ var _ = (fs.FileReleaser)((*handle)(nil))
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
 	h.commit(true)
+	h.n.noteSelf()      // closing a written file is an event too
 	h.n.keepCache(h.fd) // the kernel's pages match what was written through it
 	return h.LoopbackFile.Release(ctx)
 }

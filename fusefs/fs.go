@@ -32,10 +32,11 @@ import (
 
 // Options configure a mount. The zero value is usable.
 type Options struct {
-	// CacheTimeout is how long the kernel may trust entries and attributes
-	// (default 1s). Every change made through the mount or by the tools is
-	// invalidated explicitly; the timeout bounds how long a change made
-	// straight into the backing directory can go unseen through the mount.
+	// CacheTimeout is how long the kernel may trust entries and attributes.
+	// Every change made through the mount or by the tools is invalidated
+	// explicitly, and so are changes made straight into the backing
+	// directory while it can be watched (inotify): then the default is 30s,
+	// otherwise 1s, which bounds how long such a change can go unseen.
 	CacheTimeout time.Duration
 	// AllowOther lets other users use the mount (FUSE allow_other).
 	AllowOther bool
@@ -56,6 +57,7 @@ type FS struct {
 	mnt    string
 	dirty  dirtySet
 	log    *slog.Logger
+	watch  *watcher // nil when the backing tree is not watched
 }
 
 // Mount serves store's workspace at mountpoint. The process umask should be
@@ -77,8 +79,15 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		f.log = slog.Default()
 	}
 	f.root = &node{fsys: f}
+	if f.watch, err = startWatcher(f); err != nil {
+		f.log.Warn("not watching the backing directory; outside changes show within the cache timeout", "err", err)
+	}
 	timeout := opts.CacheTimeout
-	if timeout <= 0 {
+	switch {
+	case timeout > 0:
+	case f.watch != nil:
+		timeout = 30 * time.Second
+	default:
 		timeout = time.Second
 	}
 	fopts := &fs.Options{
@@ -110,10 +119,12 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	}
 	server, err := fs.Mount(mnt, f.root, fopts)
 	if err != nil {
+		f.watch.close()
 		unix.Close(rootFd)
 		return nil, mountError(err)
 	}
 	f.server = server
+	f.watch.start()
 	return f, nil
 }
 
@@ -157,7 +168,16 @@ func (f *FS) Unmount() error {
 			return fmt.Errorf("unmount %s: %w", f.mnt, err)
 		}
 	}
-	f.server.Wait()
+	// A lazily detached mount is served until its last user lets go; do
+	// not wait for that forever (the process exiting ends it).
+	served := make(chan struct{})
+	go func() { f.server.Wait(); close(served) }()
+	select {
+	case <-served:
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("unmount %s: detached, but still in use", f.mnt)
+	}
+	f.watch.close()
 	unix.Close(f.rootFd)
 	return nil
 }
@@ -178,6 +198,26 @@ func (f *FS) Invalidate(key string) {
 		child.NotifyContent(0, 0)
 	}
 	parent.NotifyEntry(name)
+}
+
+// invalidateOutside drops what the kernel caches for dir/name after a change
+// made straight into the backing tree: the file's attributes and pages, and
+// for a name that appeared, vanished or moved, the entry and the directory's
+// cached listing. It runs on the watcher's goroutine, under no lock.
+func (f *FS) invalidateOutside(dir, name string, entry bool) {
+	parent := f.root.EmbeddedInode()
+	for _, c := range splitKey(dir) {
+		if parent = parent.GetChild(c); parent == nil {
+			return
+		}
+	}
+	if child := parent.GetChild(name); child != nil {
+		child.NotifyContent(0, 0)
+	}
+	if entry {
+		parent.NotifyEntry(name)
+		parent.NotifyContent(0, 0)
+	}
 }
 
 func splitKey(p string) []string {

@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"context"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,6 +79,27 @@ func (n *node) relPath() (string, bool) {
 		segs[i], segs[j] = segs[j], segs[i]
 	}
 	return strings.Join(segs, "/"), true
+}
+
+// noteSelf tells the watcher the daemon is changing n itself.
+func (n *node) noteSelf() {
+	if n.fsys.watch == nil {
+		return
+	}
+	if p, ok := n.relPath(); ok && p != "" {
+		dir, name := path.Split(p)
+		n.fsys.watch.noteSelf(strings.TrimSuffix(dir, "/"), name)
+	}
+}
+
+// noteSelfChild tells the watcher the daemon is changing n's entry name.
+func (n *node) noteSelfChild(name string) {
+	if n.fsys.watch == nil {
+		return
+	}
+	if p, ok := n.relPath(); ok {
+		n.fsys.watch.noteSelf(p, name)
+	}
 }
 
 // key is the node's versionstore key.

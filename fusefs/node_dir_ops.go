@@ -46,6 +46,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	unlock := n.fsys.store.Locks().Lock(key)
 	defer unlock()
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
+	n.noteSelfChild(name)
 	ffd, err := unix.Openat(fd, name, int(flags)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
@@ -71,6 +72,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 		return nil, errno
 	}
 	defer done()
+	n.noteSelfChild(name)
 	if err := unix.Mkdirat(fd, name, mode); err != nil {
 		return nil, toErrno(err)
 	}
@@ -92,6 +94,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 	defer done()
 	unlock := n.fsys.store.Locks().Lock(key)
 	defer unlock()
+	n.noteSelfChild(name)
 	if err := mknodat(fd, name, mode, int(rdev)); err != nil {
 		return nil, toErrno(err)
 	}
@@ -110,6 +113,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 		return nil, errno
 	}
 	defer done()
+	n.noteSelfChild(name)
 	if err := unix.Symlinkat(target, fd, name); err != nil {
 		return nil, toErrno(err)
 	}
@@ -140,6 +144,8 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	defer done()
 	unlock := n.fsys.store.Locks().Lock(key)
 	defer unlock()
+	n.noteSelfChild(name)
+	src.noteSelf() // its link count changes
 	if err := unix.Linkat(sfd, sname, fd, name, 0); err != nil {
 		return nil, toErrno(err)
 	}
@@ -161,6 +167,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	defer done()
 	unlock := n.fsys.store.Locks().Lock(key)
 	defer unlock()
+	n.noteSelfChild(name)
 	if err := unix.Unlinkat(fd, name, 0); err != nil {
 		return toErrno(err)
 	}
@@ -176,6 +183,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 		return errno
 	}
 	defer done()
+	n.noteSelfChild(name)
 	return toErrno(unix.Unlinkat(fd, name, unix.AT_REMOVEDIR))
 }
 
@@ -211,6 +219,8 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return toErrno(err)
 	}
+	n.noteSelfChild(name)
+	np.noteSelfChild(newName)
 	if err := renameat2(fd, name, nfd, newName, flags); err != nil {
 		return toErrno(err)
 	}
@@ -230,6 +240,7 @@ func (f *FS) renamed(ctx context.Context, oldKey, newKey string, dir bool, flags
 		f.logErr("move index", newKey, f.store.MoveTree(tmp, newKey))
 	case dir:
 		f.logErr("move index", oldKey, f.store.MoveTree(oldKey, newKey))
+		f.watch.moved(oldKey, newKey)
 	default:
 		f.refresh(nil, oldKey, w) // gone, or the exchanged file
 		f.refresh(nil, newKey, w)
@@ -247,6 +258,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		return errno
 	}
 	defer done()
+	n.noteSelf()
 	if errno := n.setattrAt(ctx, fd, name, in); errno != 0 {
 		return errno
 	}

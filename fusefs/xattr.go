@@ -27,6 +27,7 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 var _ = (fs.NodeSetxattrer)((*node)(nil))
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	n.noteSelf()
 	return n.withProcPath(func(p string) error { return unix.Lsetxattr(p, attr, data, int(flags)) })
 }
 
@@ -44,6 +45,7 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 var _ = (fs.NodeRemovexattrer)((*node)(nil))
 
 func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	n.noteSelf()
 	return n.withProcPath(func(p string) error { return unix.Lremovexattr(p, attr) })
 }
 

@@ -87,11 +87,19 @@ func mountWorkspace(t *testing.T) *workspace {
 
 func (w *workspace) path(rel string) string { return filepath.Join(w.mnt, rel) }
 
+// inDir is a command that runs name in dir. The process serving a mount
+// must never chdir into it between fork and exec (as exec.Cmd.Dir does): the
+// forking thread holds its P in a raw system call until the child execs, a
+// garbage collection then waits for it, and the child's chdir waits for the
+// daemon — a deadlock. The new program changes directory itself instead.
+func inDir(dir, name string, args ...string) *exec.Cmd {
+	return exec.Command("sh", append([]string{"-c", `cd "$0" && exec "$@"`, dir, name}, args...)...)
+}
+
 // sh runs a shell script with the mount as its working directory.
 func (w *workspace) sh(script string) string {
 	w.t.Helper()
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Dir = w.mnt
+	cmd := inDir(w.mnt, "sh", "-c", script)
 	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
 		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "HOME="+w.t.TempDir())
 	out, err := cmd.CombinedOutput()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -46,17 +45,26 @@ func TestConcurrentShellAndTools(t *testing.T) {
 
 	// Shell writers: appends of whole lines, and whole-file rewrites.
 	for id := range 3 {
-		script := fmt.Sprintf(`i=0; while :; do i=$((i+1)); for f in %s; do
+		script := fmt.Sprintf(`i=0; while [ ! -e .stop ]; do i=$((i+1)); for f in %s; do
 			printf 'sh%d %%d %s\n' $i >> $f
 			if [ $((i %% 7)) -eq 0 ]; then printf 'tool 0\nsh%d %%d %s\n' $i > $f; fi
 		done; done`, strings.Join(files, " "), id, strings.Repeat("q", 40), id, strings.Repeat("r", 40))
-		cmd := exec.CommandContext(ctx, "sh", "-c", script)
-		cmd.Dir = w.mnt
+		// The shells stop at a marker file, never mid-write: a killed
+		// `printf > f` would leave a truncated file that is not torn.
+		cmd := inDir(w.mnt, "sh", "-c", script)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		wg.Go(func() { cmd.Wait() })
+		wg.Go(func() {
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("shell writer: %v", err)
+			}
+		})
 	}
+	wg.Go(func() {
+		<-ctx.Done()
+		os.WriteFile(w.path(".stop"), nil, 0o644)
+	})
 
 	// Tool actors: read, then bump the tool line at the version read.
 	var mu sync.Mutex

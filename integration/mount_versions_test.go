@@ -219,3 +219,48 @@ func TestDirectoryListingsFollowChanges(t *testing.T) {
 		t.Fatalf("after an outside create: %q", got)
 	}
 }
+
+// Changes made straight into the backing directory show through the mount
+// at once, although the kernel may cache entries and attributes for 30 s:
+// dshfs watches the backing tree and drops exactly what changed.
+func TestOutsideChangesShowAtOnce(t *testing.T) {
+	w := mountWorkspace(t)
+	w.sh("mkdir -p d && printf 'one\\n' > d/f.txt && printf gone > d/g.txt")
+	for range 2 {
+		w.sh("cat d/f.txt; ls d; stat d/g.txt >/dev/null") // cached now
+	}
+	// inotify does not name the writer: events within 100 ms of the mount's
+	// own change to a name are taken for the mount's.
+	time.Sleep(200 * time.Millisecond)
+	eventually := func(what, script, want string) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Second) // far below the 30 s timeout
+		got := ""
+		for time.Now().Before(deadline) {
+			if got = w.sh(script); got == want {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("%s: got %q, want %q", what, got, want)
+	}
+	if err := os.WriteFile(w.backing+"/d/f.txt", []byte("one\ntwo, appended outside\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually("outside rewrite", "cat d/f.txt", "one\ntwo, appended outside\n")
+	if err := os.Remove(w.backing + "/d/g.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w.backing+"/d/h.txt", []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually("outside delete and create", "ls d | tr '\\n' ' '", "f.txt h.txt ")
+	if err := os.Mkdir(w.backing+"/d/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	eventually("outside mkdir", "ls d | tr '\\n' ' '", "f.txt h.txt sub ")
+	if err := os.WriteFile(w.backing+"/d/sub/x", []byte("in a new directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually("a file in a directory made outside", "cat d/sub/x", "in a new directory")
+}

@@ -139,7 +139,9 @@ func timed(b *testing.B, dir, name string, args ...string) time.Duration {
 
 func run(b *testing.B, dir, name string, args ...string) {
 	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
+	if dir != "" {
+		cmd = inDir(dir, name, args...)
+	}
 	cmd.Stdout = io.Discard
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

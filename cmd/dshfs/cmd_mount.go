@@ -85,6 +85,11 @@ func runMount(o mountOptions) error {
 	// the tools still get the umask dshfs was started with.
 	umask := os.FileMode(syscall.Umask(0))
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	// Signals are caught before the mount exists: a SIGTERM that arrives
+	// as soon as the mount appears must still unmount cleanly.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	var fsys *fusefs.FS
 	store, err := versionstore.Open(backing, filepath.Join(o.StateDir, "index.db"), versionstore.Options{
 		Umask:      &umask,
@@ -103,8 +108,6 @@ func runMount(o mountOptions) error {
 	log.Info("mounted", "backing", backing, "mountpoint", mnt, "state", o.StateDir)
 	fmt.Fprintf(os.Stderr, "dshfs: %s mounted at %s (Ctrl-C to unmount)\n", backing, mnt)
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { fsys.Wait(); close(done) }()
 	select {

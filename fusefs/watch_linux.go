@@ -1,0 +1,219 @@
+package fusefs
+
+import (
+	"errors"
+	"path"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// watcher follows changes made straight into the backing directory — by a
+// process that does not go through the mount — and drops exactly what the
+// kernel caches for them, so the kernel can be trusted with long entry,
+// attribute and page-cache lifetimes. It watches every directory with
+// inotify. The daemon's own changes (every FUSE operation that writes the
+// backing tree) are noted first and their events ignored: the kernel already
+// knows about them, and invalidating them would throw its caches away.
+type watcher struct {
+	fsys *FS
+	fd   int
+
+	mu   sync.Mutex
+	dirs map[int]string       // watch descriptor → directory key ("" for the root)
+	wds  map[string]int       // directory key → watch descriptor
+	self map[string]time.Time // dir key 0x00 name → when the daemon last changed it
+}
+
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE | unix.IN_DELETE_SELF
+
+// selfWindow is how long an event is taken for the daemon's own change.
+// inotify does not say who made a change, so a change made straight into
+// the backing tree to the same name within this window of one made through
+// the mount shows only once the cache timeout passes. An event read later
+// than this (the watcher lagging under load) only costs an extra
+// invalidation.
+const selfWindow = 100 * time.Millisecond
+
+// errWatchLimit means the tree has more directories than inotify may watch.
+var errWatchLimit = errors.New("too many directories to watch")
+
+// startWatcher watches every directory of the backing tree.
+func startWatcher(f *FS) (*watcher, error) {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	w := &watcher{fsys: f, fd: fd, dirs: map[int]string{}, wds: map[string]int{}, self: map[string]time.Time{}}
+	if err := w.addTree(""); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return w, nil
+}
+
+// start handles events; call it once the filesystem is mounted.
+func (w *watcher) start() {
+	if w != nil {
+		go w.run()
+	}
+}
+
+// addTree watches dir and every directory below it.
+func (w *watcher) addTree(dir string) error {
+	if err := w.add(dir); err != nil {
+		return err
+	}
+	fd, done, err := w.fsys.openDir(dir)
+	if err != nil {
+		return nil // gone meanwhile
+	}
+	defer done()
+	dfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(dfd)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(dfd, buf)
+		if err != nil || n <= 0 {
+			return nil
+		}
+		for off := 0; off < n; {
+			d := (*unix.Dirent)(unsafe.Pointer(&buf[off]))
+			off += int(d.Reclen)
+			name := direntName(d)
+			if d.Type == unix.DT_DIR && name != "." && name != ".." {
+				if err := w.addTree(path.Join(dir, name)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+func direntName(d *unix.Dirent) string {
+	b := (*[256]byte)(unsafe.Pointer(&d.Name[0]))
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b[:])
+}
+
+// add watches one directory, through its descriptor so the path length
+// never matters.
+func (w *watcher) add(dir string) error {
+	fd, done, err := w.fsys.openDir(dir)
+	if err != nil {
+		return nil
+	}
+	defer done()
+	wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+itoa(fd), watchMask)
+	if errors.Is(err, unix.ENOSPC) {
+		return errWatchLimit
+	}
+	if err != nil {
+		return nil
+	}
+	w.mu.Lock()
+	w.dirs[wd], w.wds[dir] = dir, wd
+	w.mu.Unlock()
+	return nil
+}
+
+// noteSelf records that the daemon is about to change dir/name.
+func (w *watcher) noteSelf(dir, name string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.self[dir+"\x00"+name] = time.Now()
+	w.mu.Unlock()
+}
+
+// moved rekeys the watches of a directory renamed through the mount.
+func (w *watcher) moved(oldDir, newDir string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for wd, d := range w.dirs {
+		if d == oldDir || strings.HasPrefix(d, oldDir+"/") {
+			nd := newDir + strings.TrimPrefix(d, oldDir)
+			delete(w.wds, d)
+			w.dirs[wd], w.wds[nd] = nd, wd
+		}
+	}
+}
+
+func (w *watcher) close() {
+	if w != nil {
+		unix.Close(w.fd)
+	}
+}
+
+// run reads events until the inotify descriptor is closed.
+func (w *watcher) run() {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Read(w.fd, buf)
+		if err != nil && errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return
+		}
+		now := time.Now()
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			nameBytes := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+			w.handle(int(ev.Wd), ev.Mask, strings.TrimRight(string(nameBytes), "\x00"), now)
+		}
+		w.prune(now)
+	}
+}
+
+func (w *watcher) handle(wd int, mask uint32, name string, now time.Time) {
+	w.mu.Lock()
+	dir, ok := w.dirs[wd]
+	if mask&unix.IN_IGNORED != 0 {
+		delete(w.dirs, wd)
+		if w.wds[dir] == wd {
+			delete(w.wds, dir)
+		}
+	}
+	t, mine := w.self[dir+"\x00"+name]
+	w.mu.Unlock()
+	if !ok || name == "" {
+		return
+	}
+	if mask&unix.IN_ISDIR != 0 && mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
+		w.addTree(path.Join(dir, name)) // whoever made it, it needs watching
+	}
+	if mine && now.Sub(t) < selfWindow {
+		return
+	}
+	w.fsys.invalidateOutside(dir, name, mask&(unix.IN_CREATE|unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_MOVED_TO) != 0)
+}
+
+func (w *watcher) prune(now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.self) < 4096 {
+		return
+	}
+	for k, t := range w.self {
+		if now.Sub(t) >= selfWindow {
+			delete(w.self, k)
+		}
+	}
+}
