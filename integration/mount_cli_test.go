@@ -32,7 +32,6 @@ func TestMountCommandLifecycle(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
-		cmd.Wait()
 		unix.Unmount(mnt, unix.MNT_DETACH)
 	})
 	waitMounted(t, mnt, true)
@@ -47,8 +46,15 @@ func TestMountCommandLifecycle(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("dshfs mount exited with %v\n%s", err, stderr.String())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("dshfs mount exited with %v\n%s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("dshfs mount did not exit 20 s after SIGTERM\n%s", stderr.String())
 	}
 	waitMounted(t, mnt, false)
 
