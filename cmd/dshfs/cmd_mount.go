@@ -41,7 +41,7 @@ func mountCommand() *cli.Command {
 			&cli.StringFlag{Name: "state", Usage: "state directory holding the index (default: per-workspace under the user's state dir)", Destination: &o.StateDir},
 			&cli.BoolFlag{Name: "no-policy", Usage: "serve the bare provider: no read-before-write checks", Destination: &o.NoPolicy},
 			&cli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (non-root needs user_allow_other in /etc/fuse.conf)", Destination: &o.AllowOther},
-			&cli.DurationFlag{Name: "cache-timeout", Usage: "how long the kernel may cache entries and attributes", Value: time.Second, Destination: &o.CacheTimeout},
+			&cli.DurationFlag{Name: "cache-timeout", Usage: "how long the kernel may cache entries and attributes (default: 30s while the backing tree can be watched, else 1s)", Destination: &o.CacheTimeout},
 			&cli.BoolFlag{Name: "debug", Usage: "log every FUSE request", Destination: &o.Debug},
 		},
 		Action: func(c *cli.Context) error {
