@@ -95,3 +95,12 @@ func (s *Service) relOf(abs string) (string, bool) {
 func (s *Service) displayOf(rel string) string {
 	return filepath.Join(s.mount, filepath.FromSlash(rel))
 }
+
+// Resolve resolves path as the tools do, for callers that ask about a file
+// rather than run a tool on it (history). verb is "read".
+func (s *Service) Resolve(cwd, path string) (versionstore.Target, error) {
+	if strings.TrimSpace(path) == "" {
+		return versionstore.Target{}, argError("file_path must be a non-empty string")
+	}
+	return s.resolve(cwd, path, "read")
+}

@@ -1,0 +1,237 @@
+package unixsocket
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dshfs/dshfs/toolapi"
+)
+
+// DefaultMaxBody caps a request body (a write's content travels in it).
+const DefaultMaxBody = 64 << 20
+
+// Config wires a Server to the engine.
+type Config struct {
+	Tools *toolapi.Service
+	// Status fills in what the server does not know itself.
+	Status func() Status
+	// History returns a path's versions; path is taken as a tool takes it.
+	History func(ctx context.Context, cwd, path string) ([]HistoryEntry, error)
+	// MaxBody caps request bodies (default DefaultMaxBody).
+	MaxBody int64
+	// CallTimeout bounds one tool call (default 5 minutes).
+	CallTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Server serves the API.
+type Server struct {
+	cfg   Config
+	start time.Time
+	mux   *http.ServeMux
+
+	mu  sync.Mutex
+	ops map[string]*atomic.Int64
+}
+
+// NewServer returns a server for cfg.
+func NewServer(cfg Config) *Server {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 5 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, start: time.Now(), mux: http.NewServeMux(), ops: map[string]*atomic.Int64{}}
+	// The route table, sorted.
+	s.mux.HandleFunc("GET /v1/history", s.history)
+	s.mux.HandleFunc("GET /v1/status", s.status)
+	s.mux.HandleFunc("GET /v1/tools", s.tools)
+	s.mux.HandleFunc("POST /v1/tools/{name}", s.call)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	})
+	return s
+}
+
+// Handler is the API with panics turned into 500s.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				s.cfg.Logger.Error("handler panic", "path", r.URL.Path, "panic", p)
+				writeError(w, http.StatusInternalServerError, "internal error")
+			}
+		}()
+		s.mux.ServeHTTP(w, r)
+	})
+}
+
+// Serve answers requests on l until it is closed.
+func (s *Server) Serve(l net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		WriteTimeout:      s.cfg.CallTimeout + time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	err := hs.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) count(op string) {
+	s.mu.Lock()
+	c := s.ops[op]
+	if c == nil {
+		c = new(atomic.Int64)
+		s.ops[op] = c
+	}
+	s.mu.Unlock()
+	c.Add(1)
+}
+
+func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.cfg.Tools.Tools())
+}
+
+func (s *Server) call(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	var req ToolRequest
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	dec := json.NewDecoder(body)
+	if err := dec.Decode(&req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.CallTimeout)
+	defer cancel()
+	res, err := s.cfg.Tools.Call(ctx, name, req)
+	if errors.Is(err, toolapi.ErrUnknownTool) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown tool %q", name))
+		return
+	}
+	s.count(name)
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	var st Status
+	if s.cfg.Status != nil {
+		st = s.cfg.Status()
+	}
+	st.UptimeSeconds = time.Since(s.start).Seconds()
+	st.Ops = map[string]int64{}
+	s.mu.Lock()
+	for k, v := range s.ops {
+		st.Ops[k] = v.Load()
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) history(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Query().Get("path")
+	if p == "" {
+		writeError(w, http.StatusBadRequest, "history needs ?path=")
+		return
+	}
+	if s.cfg.History == nil {
+		writeError(w, http.StatusNotFound, "no history here")
+		return
+	}
+	h, err := s.cfg.History(r.Context(), r.URL.Query().Get("cwd"), p)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if h == nil {
+		h = []HistoryEntry{}
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, ErrorBody{Error: msg})
+}
+
+// Listen creates the socket at path: its directory 0700, the socket 0600.
+// An existing socket file is replaced only after a dial proves nobody
+// listens on it; anything else at path is an error. Connections from
+// another user are refused where the platform says who the peer is.
+func Listen(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	if err := os.Chmod(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: another dshfs is serving this socket", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return &peerListener{Listener: l}, nil
+}
+
+// peerListener drops connections from other users.
+type peerListener struct{ net.Listener }
+
+func (l *peerListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if uc, ok := c.(*net.UnixConn); ok && !sameUser(uc) {
+			c.Close()
+			continue
+		}
+		return c, nil
+	}
+}

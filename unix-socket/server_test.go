@@ -1,0 +1,224 @@
+package unixsocket
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dshfs/dshfs/policy"
+	"github.com/dshfs/dshfs/toolapi"
+	"github.com/dshfs/dshfs/versionstore"
+)
+
+type daemon struct {
+	ws, socket string
+	client     *Client
+	svc        *toolapi.Service
+}
+
+// startDaemon serves a fresh workspace on a socket in t.TempDir().
+func startDaemon(t *testing.T, maxBody int64) *daemon {
+	t.Helper()
+	d := &daemon{ws: t.TempDir(), socket: filepath.Join(t.TempDir(), "run", "dshfs.sock")}
+	store, err := versionstore.Open(d.ws, filepath.Join(t.TempDir(), "index.db"), versionstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, _ := policy.New(store.DB())
+	d.svc, _ = toolapi.New(store, pol, toolapi.Config{})
+	srv := NewServer(Config{
+		Tools:   d.svc,
+		Status:  func() Status { return Status{Backing: d.ws, Socket: d.socket} },
+		MaxBody: maxBody,
+		History: func(ctx context.Context, cwd, path string) ([]HistoryEntry, error) {
+			tg, err := d.svc.Resolve(cwd, path)
+			if err != nil {
+				return nil, err
+			}
+			return store.History(tg.Key)
+		},
+	})
+	l, err := Listen(d.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	t.Cleanup(func() {
+		l.Close()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		store.Close()
+	})
+	d.client = NewClient(d.socket)
+	return d
+}
+
+func (d *daemon) call(t *testing.T, actor, tool, args string) ToolResult {
+	t.Helper()
+	r, err := d.client.Call(context.Background(), tool, ToolRequest{Actor: actor, Arguments: json.RawMessage(args)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestToolsOverSocket(t *testing.T) {
+	d := startDaemon(t, 0)
+	defs, err := d.client.Tools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(d.svc.Tools())
+	got, _ := json.Marshal(defs)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("tools over the socket differ:\n%s\n%s", got, want)
+	}
+	path := filepath.Join(d.ws, "f.txt")
+	if r := d.call(t, "a", "write", `{"file_path":"f.txt","content":"one\n"}`); r.IsError || !strings.Contains(r.Text, "Created file") {
+		t.Fatalf("write: %+v", r)
+	}
+	os.WriteFile(path, []byte("changed\n"), 0o644)
+	r := d.call(t, "a", "edit", `{"file_path":"f.txt","old_string":"changed","new_string":"x"}`)
+	if !r.IsError || r.Error.Code != "FS_STALE_VERSION" ||
+		r.Text != `Error: cannot edit "`+path+`": file changed since it was read — re-read the file, then retry` {
+		t.Fatalf("stale edit: %+v", r)
+	}
+	r = d.call(t, "a", "read", `{"file_path":"f.txt"}`)
+	if r.IsError || r.Value.(map[string]any)["version"] != versionstore.SumString("changed\n").String() {
+		t.Fatalf("read: %+v", r)
+	}
+	h, err := d.client.History(context.Background(), "", "f.txt")
+	if err != nil || len(h) != 2 || h[0].Writer.Kind != versionstore.WriterExternal || h[1].Writer.Actor != "a" {
+		t.Fatalf("history: %+v %v", h, err)
+	}
+	st, err := d.client.Status(context.Background())
+	if err != nil || st.Backing != d.ws || st.Ops["write"] != 1 || st.Ops["edit"] != 1 {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+}
+
+// Protocol faults are HTTP errors with a JSON body, and the daemon keeps
+// serving after each.
+func TestProtocolFaults(t *testing.T) {
+	d := startDaemon(t, 1<<20)
+	raw := func(method, path, body string) (int, string) {
+		req, _ := http.NewRequest(method, "http://dshfs"+path, strings.NewReader(body))
+		resp, err := d.client.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, tc := range []struct {
+		method, path, body string
+		code               int
+		msg                string
+	}{
+		{"POST", "/v1/tools/read", `{"arguments":`, 400, "malformed JSON"},
+		{"POST", "/v1/tools/nope", `{"arguments":{}}`, 404, `unknown tool \"nope\"`},
+		{"GET", "/v1/nothing", "", 404, "no route GET /v1/nothing"},
+		{"DELETE", "/v1/tools", "", 404, "no route"},
+		{"POST", "/v1/tools/write", `{"arguments":{"file_path":"big","content":"` + strings.Repeat("x", 2<<20) + `"}}`, 413, "request body over"},
+		{"GET", "/v1/history", "", 400, "history needs ?path="},
+		{"GET", "/v1/history?path=../x", "", 400, "outside the workspace"},
+	} {
+		code, body := raw(tc.method, tc.path, tc.body)
+		if code != tc.code || !strings.Contains(body, tc.msg) {
+			t.Errorf("%s %s: %d %s, want %d containing %q", tc.method, tc.path, code, body, tc.code, tc.msg)
+		}
+	}
+	// Wrong argument types and escapes are tool errors, HTTP 200.
+	if r := d.call(t, "a", "read", `{"file_path":1}`); !r.IsError || r.Text != `Error: invalid arguments: "file_path" must be a string` {
+		t.Fatalf("wrong type: %+v", r)
+	}
+	if r := d.call(t, "a", "read", `{"file_path":"a\u0000b"}`); !r.IsError {
+		t.Fatalf("NUL path: %+v", r)
+	}
+	if _, err := d.client.Tools(context.Background()); err != nil {
+		t.Fatalf("daemon stopped serving: %v", err)
+	}
+}
+
+// Many concurrent connections, and clients that connect and send nothing,
+// do not stop the daemon from answering.
+func TestConcurrentAndSilentClients(t *testing.T) {
+	d := startDaemon(t, 0)
+	var silent []net.Conn
+	for range 50 {
+		c, err := net.Dial("unix", d.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent = append(silent, c)
+	}
+	defer func() {
+		for _, c := range silent {
+			c.Close()
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, 1000)
+	for range 1000 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := d.client.Tools(ctx); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func TestListenSocketModesAndStaleSocket(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	path := filepath.Join(dir, "s.sock")
+	l, err := Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(path)
+	di, _ := os.Stat(dir)
+	if fi.Mode().Perm() != 0o600 || di.Mode().Perm() != 0o700 {
+		t.Fatalf("socket %v, dir %v", fi.Mode().Perm(), di.Mode().Perm())
+	}
+	if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "another dshfs") {
+		t.Fatalf("second listener on a live socket: %v", err)
+	}
+	l.Close()
+	// A socket file nobody listens on is replaced.
+	if err := os.WriteFile(path+".x", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Listen(path + ".x"); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Fatalf("regular file at the path: %v", err)
+	}
+	ul, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ul.SetUnlinkOnClose(false)
+	ul.Close() // leaves a stale socket file
+	l2, err := Listen(path)
+	if err != nil {
+		t.Fatalf("stale socket not replaced: %v", err)
+	}
+	l2.Close()
+}

@@ -1,0 +1,41 @@
+// Package unixsocket owns the daemon's HTTP/1.1 API on a Unix socket — one
+// sorted route table under /v1, the wire types, and the typed Go client the
+// CLI and harnesses use. It carries toolapi calls and reports state; it never
+// touches files itself and decides nothing a tool may do.
+package unixsocket
+
+import (
+	"github.com/dshfs/dshfs/toolapi"
+	"github.com/dshfs/dshfs/versionstore"
+)
+
+// The wire types. Tool calls and results are toolapi's own, so the socket
+// and in-process callers see the same bytes.
+type (
+	// ToolRequest is the body of POST /v1/tools/{name}.
+	ToolRequest = toolapi.Request
+	// ToolResult is its answer.
+	ToolResult = toolapi.Result
+	// ToolDef is one element of GET /v1/tools.
+	ToolDef = toolapi.ToolDef
+	// HistoryEntry is one element of GET /v1/history, newest first.
+	HistoryEntry = versionstore.HistoryEntry
+)
+
+// Status is the answer of GET /v1/status.
+type Status struct {
+	MountPoint    string           `json:"mount_point"`
+	Backing       string           `json:"backing"`
+	Socket        string           `json:"socket"`
+	StateDir      string           `json:"state_dir"`
+	UptimeSeconds float64          `json:"uptime_seconds"`
+	FilesIndexed  int              `json:"files_indexed"`
+	DirtyFiles    int              `json:"dirty_files"`
+	Actors        []string         `json:"actors"`
+	Ops           map[string]int64 `json:"ops"`
+}
+
+// ErrorBody is the body of every 4xx and 5xx answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
