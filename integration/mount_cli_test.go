@@ -43,6 +43,31 @@ func TestMountCommandLifecycle(t *testing.T) {
 	if len(entries) != 1 {
 		t.Fatalf("mount lists %v: the state directory must not appear", entries)
 	}
+
+	// The tools over the socket, found from the mount point: a read, a shell
+	// change behind it, the stale refusal, and a re-read that unblocks.
+	call := func(want int, args ...string) string {
+		t.Helper()
+		out, code := dshfs(t, state, append([]string{"call", "--mount", mnt, "--actor", "agent"}, args...)...)
+		if code != want {
+			t.Fatalf("dshfs call %v: exit %d, want %d\n%s", args, code, want, out)
+		}
+		return out
+	}
+	if out := call(0, "read", `{"file_path":"f.txt"}`); !strings.Contains(out, "1: through the mount") {
+		t.Fatalf("read: %q", out)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "f.txt"), []byte("changed by a shell\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := call(1, "edit", `{"file_path":"f.txt","old_string":"changed","new_string":"edited"}`); out != `Error: cannot edit "`+filepath.Join(mnt, "f.txt")+`": file changed since it was read — re-read the file, then retry`+"\n" {
+		t.Fatalf("stale edit: %q", out)
+	}
+	call(0, "read", `{"file_path":"f.txt"}`)
+	call(0, "edit", `{"file_path":"f.txt","old_string":"changed","new_string":"edited"}`)
+	if b, _ := os.ReadFile(filepath.Join(mnt, "f.txt")); string(b) != "edited by a shell\n" {
+		t.Fatalf("through the mount after the tool edit: %q", b)
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +94,8 @@ func TestMountCommandLifecycle(t *testing.T) {
 	}
 	defer store.Close()
 	h, err := store.History("f.txt")
-	if err != nil || len(h) != 1 || h[0].Version != versionstore.SumString("through the mount\n") || h[0].Writer.Kind != versionstore.WriterMount {
+	if err != nil || len(h) != 3 || h[0].Version != versionstore.SumString("edited by a shell\n") || h[0].Writer.Actor != "agent" ||
+		h[1].Writer.Kind != versionstore.WriterMount || h[2].Version != versionstore.SumString("through the mount\n") {
 		t.Fatalf("history after shutdown: %+v %v", h, err)
 	}
 }

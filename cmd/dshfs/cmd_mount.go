@@ -105,8 +105,14 @@ func runMount(o mountOptions) error {
 	if err != nil {
 		return err
 	}
-	log.Info("mounted", "backing", backing, "mountpoint", mnt, "state", o.StateDir)
-	fmt.Fprintf(os.Stderr, "dshfs: %s mounted at %s (Ctrl-C to unmount)\n", backing, mnt)
+	socket, stopServing, err := serveSocket(store, o, backing, mnt, log)
+	if err != nil {
+		fsys.Unmount()
+		return err
+	}
+	defer stopServing()
+	log.Info("mounted", "backing", backing, "mountpoint", mnt, "state", o.StateDir, "socket", socket)
+	fmt.Fprintf(os.Stderr, "dshfs: %s mounted at %s, tools on %s (Ctrl-C to unmount)\n", backing, mnt, socket)
 
 	done := make(chan struct{})
 	go func() { fsys.Wait(); close(done) }()

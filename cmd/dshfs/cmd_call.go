@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	unixsocket "github.com/dshfs/dshfs/unix-socket"
+	"github.com/urfave/cli/v2"
+)
+
+// callOptions are the flags of `dshfs call`.
+type callOptions struct {
+	Socket string
+	Mount  string
+	Actor  string
+	Cwd    string
+	JSON   bool
+}
+
+func callCommand() *cli.Command {
+	var o callOptions
+	return &cli.Command{
+		Name:      "call",
+		Usage:     "call a tool of a running mount and print exactly what the model sees",
+		ArgsUsage: "TOOL 'JSON-ARGUMENTS'",
+		Description: "Finds the mount from the current directory (or --mount / --socket). Exit status 1 when the\n" +
+			"tool returns an error.\n\nExample: dshfs call --actor me read '{\"file_path\":\"main.go\"}'",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "socket", Usage: "the daemon's socket", Destination: &o.Socket},
+			&cli.StringFlag{Name: "mount", Usage: "the mount point (default: the mount holding the current directory)", Destination: &o.Mount},
+			&cli.StringFlag{Name: "actor", Usage: "actor whose observations the call uses", Destination: &o.Actor},
+			&cli.StringFlag{Name: "cwd", Usage: "directory relative paths resolve against (default: the current directory inside the mount)", Destination: &o.Cwd},
+			&cli.BoolFlag{Name: "json", Usage: "print the whole result as JSON", Destination: &o.JSON},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 2 {
+				return cli.Exit("call takes a tool name and its JSON arguments, e.g. call read '{\"file_path\":\"a.txt\"}'", exitUsage)
+			}
+			return runCall(c.Context, o, c.Args().Get(0), c.Args().Get(1))
+		},
+	}
+}
+
+func runCall(ctx context.Context, o callOptions, tool, args string) error {
+	if !json.Valid([]byte(args)) {
+		return cli.Exit("the arguments are not valid JSON", exitUsage)
+	}
+	wd, _ := os.Getwd()
+	if o.Socket == "" {
+		where := wd
+		if o.Mount != "" {
+			where, _ = filepath.Abs(o.Mount)
+		}
+		rec, ok := findMount(where)
+		if !ok {
+			return cli.Exit(fmt.Sprintf("no running dshfs mount holds %s (pass --mount or --socket)", where), exitFailure)
+		}
+		o.Socket = rec.Socket
+		if o.Cwd == "" && o.Mount == "" {
+			o.Cwd = wd
+		}
+	}
+	res, err := unixsocket.NewClient(o.Socket).Call(ctx, tool, unixsocket.ToolRequest{Actor: o.Actor, Cwd: o.Cwd, Arguments: json.RawMessage(args)})
+	var apiErr *unixsocket.APIError
+	if errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound {
+		return cli.Exit(apiErr.Message, exitUsage)
+	}
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	if o.JSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetEscapeHTML(false)
+		enc.Encode(res)
+	} else {
+		fmt.Println(res.Text)
+	}
+	if res.IsError {
+		return cli.Exit("", exitToolError)
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/dshfs/dshfs/policy"
+	"github.com/dshfs/dshfs/toolapi"
+	unixsocket "github.com/dshfs/dshfs/unix-socket"
+	"github.com/dshfs/dshfs/versionstore"
+)
+
+// serveSocket serves the tools of a mounted workspace on a socket in its
+// state directory, and registers the mount so that `dshfs call` run inside
+// it finds the socket without flags. The returned function stops both.
+func serveSocket(store *versionstore.Store, o mountOptions, backing, mnt string, log *slog.Logger) (string, func(), error) {
+	var pol *policy.Policy
+	if !o.NoPolicy {
+		var err error
+		if pol, err = policy.New(store.DB()); err != nil {
+			return "", nil, err
+		}
+	}
+	svc, err := toolapi.New(store, pol, toolapi.Config{MountPoint: mnt})
+	if err != nil {
+		return "", nil, err
+	}
+	socket := filepath.Join(o.StateDir, "dshfs.sock")
+	srv := unixsocket.NewServer(unixsocket.Config{
+		Tools:  svc,
+		Logger: log,
+		Status: func() unixsocket.Status {
+			st := unixsocket.Status{MountPoint: mnt, Backing: backing, Socket: socket, StateDir: o.StateDir}
+			if s, err := store.Stats(); err == nil {
+				st.FilesIndexed, st.DirtyFiles = s.Files, s.Dirty
+			}
+			if pol != nil {
+				st.Actors, _ = pol.Actors()
+			}
+			return st
+		},
+		History: func(ctx context.Context, cwd, path string) ([]unixsocket.HistoryEntry, error) {
+			t, err := svc.Resolve(cwd, path)
+			if err != nil {
+				return nil, err
+			}
+			return store.History(t.Key)
+		},
+	})
+	l, err := unixsocket.Listen(socket)
+	if err != nil {
+		return "", nil, err
+	}
+	go func() {
+		if err := srv.Serve(l); err != nil {
+			log.Error("serve socket", "err", err)
+		}
+	}()
+	reg, err := register(mountRecord{MountPoint: mnt, Backing: backing, Socket: socket, StateDir: o.StateDir, Pid: os.Getpid()})
+	if err != nil {
+		log.Warn("register mount", "err", err)
+	}
+	return socket, func() {
+		l.Close()
+		if reg != "" {
+			os.Remove(reg)
+		}
+	}, nil
+}
+
+// mountRecord is what a running mount registers for the CLI to find it.
+type mountRecord struct {
+	MountPoint string `json:"mount_point"`
+	Backing    string `json:"backing"`
+	Socket     string `json:"socket"`
+	StateDir   string `json:"state_dir"`
+	Pid        int    `json:"pid"`
+}
+
+// registryDir holds one record per running mount of this user.
+func registryDir() (string, error) {
+	base, err := userStateDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(base, "dshfs", "mounts"), nil
+}
+
+func register(r mountRecord) (string, error) {
+	dir, err := registryDir()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	b, _ := json.Marshal(r)
+	path := filepath.Join(dir, filepath.Base(r.StateDir)+".json")
+	return path, os.WriteFile(path, b, 0o600)
+}
+
+// findMount returns the registered mount containing dir (deepest first).
+func findMount(dir string) (mountRecord, bool) {
+	regDir, err := registryDir()
+	if err != nil {
+		return mountRecord{}, false
+	}
+	files, _ := filepath.Glob(filepath.Join(regDir, "*.json"))
+	var best mountRecord
+	for _, f := range files {
+		var r mountRecord
+		if b, err := os.ReadFile(f); err != nil || json.Unmarshal(b, &r) != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(r.MountPoint, dir); err == nil && (rel == "." || filepath.IsLocal(rel)) && len(r.MountPoint) > len(best.MountPoint) {
+			best = r
+		}
+	}
+	return best, best.Socket != ""
+}
