@@ -63,7 +63,9 @@ type APIError struct {
 	Message string
 }
 
-func (e *APIError) Error() string { return fmt.Sprintf("dshfs daemon: %s (HTTP %d)", e.Message, e.Code) }
+func (e *APIError) Error() string {
+	return fmt.Sprintf("dshfs daemon: %s (HTTP %d)", e.Message, e.Code)
+}
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
