@@ -21,6 +21,7 @@ type mountOptions struct {
 	Mountpoint   string
 	StateDir     string
 	Foreground   bool
+	ReadyFd      int // set in the detached daemon: where to report readiness
 	NoPolicy     bool
 	AllowOther   bool
 	CacheTimeout time.Duration
@@ -37,7 +38,8 @@ func mountCommand() *cli.Command {
 			"SIGINT or SIGTERM flushes the index and unmounts cleanly. A mount left behind by a crash is\n" +
 			"detected and replaced. The mount point must be outside the backing directory.",
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "foreground", Usage: "stay attached (required until the daemon mode lands)", Destination: &o.Foreground},
+			&cli.BoolFlag{Name: "foreground", Usage: "stay attached instead of returning once mounted", Destination: &o.Foreground},
+			&cli.IntFlag{Name: "ready-fd", Hidden: true, Destination: &o.ReadyFd},
 			&cli.StringFlag{Name: "state", Usage: "state directory holding the index (default: per-workspace under the user's state dir)", Destination: &o.StateDir},
 			&cli.BoolFlag{Name: "no-policy", Usage: "serve the bare provider: no read-before-write checks", Destination: &o.NoPolicy},
 			&cli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (non-root needs user_allow_other in /etc/fuse.conf)", Destination: &o.AllowOther},
@@ -50,9 +52,13 @@ func mountCommand() *cli.Command {
 			}
 			o.Backing, o.Mountpoint = c.Args().Get(0), c.Args().Get(1)
 			if !o.Foreground {
-				return cli.Exit("dshfs mount runs in the foreground for now: pass --foreground", exitUsage)
+				return daemonize(o, c.App.Name)
 			}
-			if err := runMount(o); err != nil {
+			err := runMount(o)
+			if err != nil && o.ReadyFd > 0 {
+				reportReady(o.ReadyFd, err) // the waiting parent prints it
+			}
+			if err != nil {
 				return cli.Exit(err.Error(), exitFailure)
 			}
 			return nil
@@ -112,7 +118,12 @@ func runMount(o mountOptions) error {
 	}
 	defer stopServing()
 	log.Info("mounted", "backing", backing, "mountpoint", mnt, "state", o.StateDir, "socket", socket)
-	fmt.Fprintf(os.Stderr, "dshfs: %s mounted at %s, tools on %s (Ctrl-C to unmount)\n", backing, mnt, socket)
+	if o.ReadyFd > 0 {
+		reportReady(o.ReadyFd, nil)
+		o.ReadyFd = 0
+	} else {
+		fmt.Fprintf(os.Stderr, "dshfs: %s mounted at %s, tools on %s (Ctrl-C to unmount)\n", backing, mnt, socket)
+	}
 
 	done := make(chan struct{})
 	go func() { fsys.Wait(); close(done) }()

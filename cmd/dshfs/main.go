@@ -32,6 +32,9 @@ func newApp() *cli.App {
 			"Exit status: 0 success; 1 a tool call returned an error; 2 usage error; 3 failure.",
 		Commands: []*cli.Command{
 			mountCommand(),
+			unmountCommand(),
+			statusCommand(),
+			logCommand(),
 			callCommand(),
 			toolsCommand(),
 			execCommand(),

@@ -104,17 +104,8 @@ func register(r mountRecord) (string, error) {
 
 // findMount returns the registered mount containing dir (deepest first).
 func findMount(dir string) (mountRecord, bool) {
-	regDir, err := registryDir()
-	if err != nil {
-		return mountRecord{}, false
-	}
-	files, _ := filepath.Glob(filepath.Join(regDir, "*.json"))
 	var best mountRecord
-	for _, f := range files {
-		var r mountRecord
-		if b, err := os.ReadFile(f); err != nil || json.Unmarshal(b, &r) != nil {
-			continue
-		}
+	for _, r := range runningMounts() {
 		if rel, err := filepath.Rel(r.MountPoint, dir); err == nil && (rel == "." || filepath.IsLocal(rel)) && len(r.MountPoint) > len(best.MountPoint) {
 			best = r
 		}

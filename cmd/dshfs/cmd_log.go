@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	unixsocket "github.com/dshfs/dshfs/unix-socket"
+	"github.com/dshfs/dshfs/versionstore"
+	"github.com/urfave/cli/v2"
+)
+
+func logCommand() *cli.Command {
+	var asJSON bool
+	return &cli.Command{
+		Name:      "log",
+		Usage:     "show the version history of a file in a running mount, newest first",
+		ArgsUsage: "PATH",
+		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &asJSON}},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return cli.Exit("log takes one path", exitUsage)
+			}
+			return runLog(c.Context, c.Args().First(), asJSON)
+		},
+	}
+}
+
+func runLog(ctx context.Context, path string, asJSON bool) error {
+	abs, _ := filepath.Abs(path)
+	rec, ok := findMount(abs)
+	if !ok {
+		return cli.Exit(fmt.Sprintf("%s is not in a running dshfs mount", path), exitFailure)
+	}
+	h, err := unixsocket.NewClient(rec.Socket).History(ctx, "", abs)
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(h)
+	}
+	if len(h) == 0 {
+		fmt.Printf("no versions recorded for %s\n", path)
+		return nil
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tVERSION\tSIZE\tWRITER")
+	for _, e := range h {
+		v := e.Version.Short()
+		if e.Deleted {
+			v = "(deleted)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", e.Time.Local().Format(time.DateTime), v, e.Size, describeWriter(e.Writer))
+	}
+	return tw.Flush()
+}
+
+func describeWriter(w versionstore.Writer) string {
+	switch w.Kind {
+	case versionstore.WriterTool:
+		return "tool, actor " + fmt.Sprintf("%q", w.Actor)
+	case versionstore.WriterMount:
+		return fmt.Sprintf("mount, %s (pid %d, uid %d)", w.Comm, w.Pid, w.Uid)
+	}
+	return string(w.Kind)
+}
