@@ -36,6 +36,7 @@ func newApp() *cli.App {
 			statusCommand(),
 			logCommand(),
 			callCommand(),
+			mcpCommand(),
 			toolsCommand(),
 			execCommand(),
 		},

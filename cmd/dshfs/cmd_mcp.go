@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	unixsocket "github.com/dshfs/dshfs/unix-socket"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/urfave/cli/v2"
+)
+
+func mcpCommand() *cli.Command {
+	var socket, mount, actor string
+	return &cli.Command{
+		Name:  "mcp",
+		Usage: "serve a running mount's tools to an MCP client on stdio",
+		Description: "The tools are the daemon's own: the same names, descriptions and input schemas, results as\n" +
+			"text content with isError on failures and the structured value as structuredContent. The session\n" +
+			"is one actor (a fresh name per session) unless --actor names one.\n\n" +
+			"Claude Code: claude mcp add dshfs -- dshfs mcp --mount /mnt/ws",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "socket", Usage: "the daemon's socket", Destination: &socket},
+			&cli.StringFlag{Name: "mount", Usage: "the mount point (default: the mount holding the current directory)", Destination: &mount},
+			&cli.StringFlag{Name: "actor", Usage: "actor name for this session (default: a fresh one)", Destination: &actor},
+		},
+		Action: func(c *cli.Context) error {
+			return runMCP(c.Context, socket, mount, actor)
+		},
+	}
+}
+
+func runMCP(ctx context.Context, socket, mount, actor string) error {
+	wd, _ := os.Getwd()
+	cwd := ""
+	if socket == "" {
+		where := wd
+		if mount != "" {
+			where, _ = filepath.Abs(mount)
+		}
+		rec, ok := findMount(where)
+		if !ok {
+			return cli.Exit(fmt.Sprintf("no running dshfs mount holds %s (pass --mount or --socket)", where), exitFailure)
+		}
+		socket = rec.Socket
+		if mount == "" {
+			cwd = wd
+		}
+	}
+	if actor == "" {
+		var b [6]byte
+		rand.Read(b[:])
+		actor = "mcp-" + hex.EncodeToString(b[:])
+	}
+	client := unixsocket.NewClient(socket)
+	defs, err := client.Tools(ctx)
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "dshfs", Version: version}, nil)
+	for _, d := range defs {
+		server.AddTool(&mcp.Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema},
+			toolHandler(client, d.Name, actor, cwd))
+	}
+	if err := server.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	return nil
+}
+
+// toolHandler forwards one MCP tool call to the daemon.
+func toolHandler(client *unixsocket.Client, name, actor, cwd string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := req.Params.Arguments
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		res, err := client.Call(ctx, name, unixsocket.ToolRequest{Actor: actor, Cwd: cwd, Arguments: args})
+		if err != nil {
+			return nil, err
+		}
+		out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, IsError: res.IsError}
+		if res.Value != nil {
+			out.StructuredContent = res.Value
+		}
+		return out, nil
+	}
+}
