@@ -87,7 +87,10 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	if err != nil {
 		return fmt.Errorf("reach the dshfs daemon at %s: %w", c.Socket, err)
 	}
-	defer resp.Body.Close()
+	defer func() {
+		io.Copy(io.Discard, resp.Body) // to EOF, so the connection is reused
+		resp.Body.Close()
+	}()
 	if resp.StatusCode != http.StatusOK {
 		var e ErrorBody
 		json.NewDecoder(resp.Body).Decode(&e)

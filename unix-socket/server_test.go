@@ -26,7 +26,7 @@ type daemon struct {
 }
 
 // startDaemon serves a fresh workspace on a socket in t.TempDir().
-func startDaemon(t *testing.T, maxBody int64) *daemon {
+func startDaemon(t testing.TB, maxBody int64) *daemon {
 	t.Helper()
 	d := &daemon{ws: t.TempDir(), socket: filepath.Join(t.TempDir(), "run", "dshfs.sock")}
 	store, err := versionstore.Open(d.ws, filepath.Join(t.TempDir(), "index.db"), versionstore.Options{})
