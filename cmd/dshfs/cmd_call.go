@@ -73,15 +73,5 @@ func runCall(ctx context.Context, o callOptions, tool, args string) error {
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
-	if o.JSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetEscapeHTML(false)
-		enc.Encode(res)
-	} else {
-		fmt.Println(res.Text)
-	}
-	if res.IsError {
-		return cli.Exit("", exitToolError)
-	}
-	return nil
+	return printResult(res, o.JSON)
 }

@@ -67,17 +67,7 @@ func runExec(ctx context.Context, o execOptions) error {
 	if errors.Is(err, toolapi.ErrUnknownTool) {
 		return cli.Exit(fmt.Sprintf("unknown tool %q (the tools are read, write and edit)", o.Tool), exitUsage)
 	}
-	if o.JSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetEscapeHTML(false)
-		enc.Encode(res)
-	} else {
-		fmt.Println(res.Text)
-	}
-	if res.IsError {
-		return cli.Exit("", exitToolError)
-	}
-	return nil
+	return printResult(res, o.JSON)
 }
 
 // openService opens the store, policy and tools of one workspace.

@@ -4,8 +4,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/dshfs/dshfs/toolapi"
 
 	"github.com/urfave/cli/v2"
 )
@@ -62,4 +65,20 @@ func run(args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "dshfs:", err)
 	return exitUsage
+}
+
+// printResult prints a tool result — exactly the model's text, or the whole
+// result as JSON — and turns a tool error into exit status 1.
+func printResult(res toolapi.Result, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetEscapeHTML(false)
+		enc.Encode(res)
+	} else {
+		fmt.Println(res.Text)
+	}
+	if res.IsError {
+		return cli.Exit("", exitToolError)
+	}
+	return nil
 }
