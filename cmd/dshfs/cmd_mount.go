@@ -51,6 +51,9 @@ func mountCommand() *cli.Command {
 				return cli.Exit("mount takes BACKING and MOUNTPOINT", exitUsage)
 			}
 			o.Backing, o.Mountpoint = c.Args().Get(0), c.Args().Get(1)
+			if fi, err := os.Stat(o.Backing); err != nil || !fi.IsDir() {
+				return cli.Exit(fmt.Sprintf("backing directory %s is not a directory", o.Backing), exitFailure)
+			}
 			if !o.Foreground {
 				return daemonize(o, c.App.Name)
 			}
