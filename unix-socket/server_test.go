@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -221,4 +222,38 @@ func TestListenSocketModesAndStaleSocket(t *testing.T) {
 		t.Fatalf("stale socket not replaced: %v", err)
 	}
 	l2.Close()
+}
+
+// A peer running as another user is refused even when the socket's mode
+// would let it connect. As root the test connects as uid 65534 through
+// curl under setpriv.
+func TestOtherUserRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root in CI")
+		}
+		t.Skip("needs root to switch uid")
+	}
+	for _, tool := range []string{"setpriv", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	d := startDaemon(t, 0)
+	// Open the way so that only the peer check stands in it.
+	for p := d.socket; p != "/"; p = filepath.Dir(p) {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			os.Chmod(p, fi.Mode().Perm()|0o011)
+		}
+	}
+	os.Chmod(d.socket, 0o666)
+	out, err := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+		"curl", "-s", "--max-time", "5", "--unix-socket", d.socket, "http://dshfs/v1/tools").CombinedOutput()
+	if err == nil || strings.Contains(string(out), "read") {
+		t.Fatalf("another user was served: %v %s", err, out)
+	}
+	// The owner still is.
+	if _, err := d.client.Tools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
