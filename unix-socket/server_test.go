@@ -257,3 +257,34 @@ func TestOtherUserRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A 100 MiB body is refused with 413 under the default 64 MiB cap, and the
+// daemon goes on serving.
+func TestHundredMiBBody(t *testing.T) {
+	d := startDaemon(t, 0)
+	body := io.MultiReader(strings.NewReader(`{"arguments":{"file_path":"big","content":"`),
+		io.LimitReader(zeros{}, 100<<20), strings.NewReader(`"}}`))
+	req, _ := http.NewRequest("POST", "http://dshfs/v1/tools/write", body)
+	resp, err := d.client.hc.Do(req)
+	if err == nil {
+		defer resp.Body.Close()
+	}
+	if err == nil && resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413", resp.StatusCode)
+	}
+	if _, err := os.Stat(filepath.Join(d.ws, "big")); !os.IsNotExist(err) {
+		t.Fatal("the oversized write landed")
+	}
+	if _, err := d.client.Tools(context.Background()); err != nil {
+		t.Fatalf("daemon stopped serving: %v", err)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
+}
