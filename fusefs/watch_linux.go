@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"errors"
+	"os"
 	"path"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 type watcher struct {
 	fsys *FS
 	fd   int
+	file *os.File // fd, in the runtime poller so that close wakes the reader
 
 	mu   sync.Mutex
 	dirs map[int]string       // watch descriptor → directory key ("" for the root)
@@ -44,13 +46,14 @@ var errWatchLimit = errors.New("too many directories to watch")
 
 // startWatcher watches every directory of the backing tree.
 func startWatcher(f *FS) (*watcher, error) {
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
-	w := &watcher{fsys: f, fd: fd, dirs: map[int]string{}, wds: map[string]int{}, self: map[string]time.Time{}}
+	w := &watcher{fsys: f, fd: fd, file: os.NewFile(uintptr(fd), "inotify"),
+		dirs: map[int]string{}, wds: map[string]int{}, self: map[string]time.Time{}}
 	if err := w.addTree(""); err != nil {
-		unix.Close(fd)
+		w.file.Close()
 		return nil, err
 	}
 	return w, nil
@@ -156,7 +159,7 @@ func (w *watcher) moved(oldDir, newDir string) {
 
 func (w *watcher) close() {
 	if w != nil {
-		unix.Close(w.fd)
+		w.file.Close()
 	}
 }
 
@@ -164,12 +167,9 @@ func (w *watcher) close() {
 func (w *watcher) run() {
 	buf := make([]byte, 64<<10)
 	for {
-		n, err := unix.Read(w.fd, buf)
-		if err != nil && errors.Is(err, unix.EINTR) {
-			continue
-		}
+		n, err := w.file.Read(buf)
 		if err != nil || n <= 0 {
-			return
+			return // closed at unmount
 		}
 		now := time.Now()
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
@@ -183,6 +183,12 @@ func (w *watcher) run() {
 }
 
 func (w *watcher) handle(wd int, mask uint32, name string, now time.Time) {
+	if mask&unix.IN_Q_OVERFLOW != 0 {
+		// Events were dropped: what changed is unknown until the cache
+		// timeout passes.
+		w.fsys.log.Warn("backing tree watch overflowed; outside changes may show late")
+		return
+	}
 	w.mu.Lock()
 	dir, ok := w.dirs[wd]
 	if mask&unix.IN_IGNORED != 0 {
