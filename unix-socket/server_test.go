@@ -96,7 +96,8 @@ func TestToolsOverSocket(t *testing.T) {
 		t.Fatalf("stale edit: %+v", r)
 	}
 	r = d.call(t, "a", "read", `{"file_path":"f.txt"}`)
-	if r.IsError || r.Value.(map[string]any)["version"] != versionstore.SumString("changed\n").String() {
+	var rv toolapi.ReadValue
+	if r.IsError || json.Unmarshal(r.Value, &rv) != nil || rv.Version != versionstore.SumString("changed\n") {
 		t.Fatalf("read: %+v", r)
 	}
 	h, err := d.client.History(context.Background(), "", "f.txt")

@@ -5,6 +5,8 @@
 package unixsocket
 
 import (
+	"encoding/json"
+
 	"github.com/dshfs/dshfs/toolapi"
 	"github.com/dshfs/dshfs/versionstore"
 )
@@ -14,13 +16,21 @@ import (
 type (
 	// ToolRequest is the body of POST /v1/tools/{name}.
 	ToolRequest = toolapi.Request
-	// ToolResult is its answer.
-	ToolResult = toolapi.Result
 	// ToolDef is one element of GET /v1/tools.
 	ToolDef = toolapi.ToolDef
 	// HistoryEntry is one element of GET /v1/history, newest first.
 	HistoryEntry = versionstore.HistoryEntry
 )
+
+// ToolResult is the answer of POST /v1/tools/{name}: toolapi.Result as it
+// travels. The structured value stays raw JSON on the client side, so a
+// caller that wants only the text pays nothing to decode it.
+type ToolResult struct {
+	Text    string             `json:"text"`
+	IsError bool               `json:"is_error"`
+	Error   *toolapi.ErrorInfo `json:"error,omitempty"`
+	Value   json.RawMessage    `json:"value,omitempty"`
+}
 
 // Status is the answer of GET /v1/status.
 type Status struct {

@@ -73,5 +73,5 @@ func runCall(ctx context.Context, o callOptions, tool, args string) error {
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
-	return printResult(res, o.JSON)
+	return printResult(res.Text, res.IsError, res, o.JSON)
 }

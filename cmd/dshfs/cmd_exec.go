@@ -67,7 +67,7 @@ func runExec(ctx context.Context, o execOptions) error {
 	if errors.Is(err, toolapi.ErrUnknownTool) {
 		return cli.Exit(fmt.Sprintf("unknown tool %q (the tools are read, write and edit)", o.Tool), exitUsage)
 	}
-	return printResult(res, o.JSON)
+	return printResult(res.Text, res.IsError, res, o.JSON)
 }
 
 // openService opens the store, policy and tools of one workspace.

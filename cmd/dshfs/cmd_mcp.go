@@ -84,7 +84,7 @@ func toolHandler(client *unixsocket.Client, name, actor, cwd string) mcp.ToolHan
 			return nil, err
 		}
 		out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, IsError: res.IsError}
-		if res.Value != nil {
+		if len(res.Value) > 0 {
 			out.StructuredContent = res.Value
 		}
 		return out, nil

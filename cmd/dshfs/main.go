@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/dshfs/dshfs/toolapi"
-
 	"github.com/urfave/cli/v2"
 )
 
@@ -69,15 +67,15 @@ func run(args []string) int {
 
 // printResult prints a tool result — exactly the model's text, or the whole
 // result as JSON — and turns a tool error into exit status 1.
-func printResult(res toolapi.Result, asJSON bool) error {
+func printResult(text string, isError bool, whole any, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetEscapeHTML(false)
-		enc.Encode(res)
+		enc.Encode(whole)
 	} else {
-		fmt.Println(res.Text)
+		fmt.Println(text)
 	}
-	if res.IsError {
+	if isError {
 		return cli.Exit("", exitToolError)
 	}
 	return nil
