@@ -50,7 +50,7 @@ func (h *handle) change(ctx context.Context, wrote bool, op func() syscall.Errno
 	unlock := h.n.fsys.store.Locks().Lock(key)
 	defer unlock()
 	h.markDirty(ctx, key, wrote)
-	h.n.noteSelf()
+	h.n.fsys.noteSelfKey(key)
 	return op()
 }
 
@@ -62,8 +62,10 @@ func (h *handle) markDirty(ctx context.Context, key string, wrote bool) {
 	first := !h.dirty
 	h.dirty = true
 	h.wrote = h.wrote || wrote
-	if w := writer(ctx); w.Pid != 0 || h.writer.Kind == "" {
-		h.writer = w
+	// The command name is read from /proc only when the writing process
+	// changes, not on every WRITE.
+	if c, ok := fuse.FromContext(ctx); h.writer.Kind == "" || ok && c.Pid != 0 && c.Pid != h.writer.Pid {
+		h.writer = writer(ctx)
 	}
 	h.mu.Unlock()
 	if first {

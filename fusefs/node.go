@@ -86,10 +86,18 @@ func (n *node) noteSelf() {
 	if n.fsys.watch == nil {
 		return
 	}
-	if p, ok := n.relPath(); ok && p != "" {
-		dir, name := path.Split(p)
-		n.fsys.watch.noteSelf(strings.TrimSuffix(dir, "/"), name)
+	if key, ok := n.key(); ok {
+		n.fsys.noteSelfKey(key)
 	}
+}
+
+// noteSelfKey tells the watcher the daemon is changing the file at key.
+func (f *FS) noteSelfKey(key string) {
+	if f.watch == nil || key == "." {
+		return
+	}
+	dir, name := path.Split(key)
+	f.watch.noteSelf(strings.TrimSuffix(dir, "/"), name)
 }
 
 // noteSelfChild tells the watcher the daemon is changing n's entry name.
