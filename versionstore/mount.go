@@ -54,6 +54,13 @@ func (s *Store) dirty(key string) bool {
 	return s.mount.dirty[key]
 }
 
+// clearDirty drops key's dirty mark without committing a version.
+func (s *Store) clearDirty(key string) {
+	s.mount.mu.Lock()
+	delete(s.mount.dirty, key)
+	s.mount.mu.Unlock()
+}
+
 // queue adds a mount commit of key to the next batch and clears its dirty
 // mark.
 func (s *Store) queue(key string, c change) {

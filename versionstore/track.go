@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -108,16 +109,10 @@ type current struct {
 // whose fingerprint matches the file is trusted; anything else is rehashed
 // from disk and, if it changed, recorded as written by w.
 func (s *Store) probeLocked(t Target, verb string, w Writer) (current, error) {
-	return s.probe(t, verb, w, false)
-}
-
-// probe is probeLocked; force skips the fingerprint shortcut and commits as
-// w even over a dirty mark (the commit of writes through the mount).
-func (s *Store) probe(t Target, verb string, w Writer, force bool) (current, error) {
 	fi, err := s.statTarget(t, verb)
 	if err != nil || fi == nil {
 		if err == nil {
-			s.commitChange(t.Key, change{writer: w, at: time.Now()}, force)
+			s.commitChange(t.Key, change{writer: w, at: time.Now()})
 		}
 		return current{}, err
 	}
@@ -129,7 +124,7 @@ func (s *Store) probe(t Target, verb string, w Writer, force bool) (current, err
 	dirty := s.dirty(t.Key)
 	s.db.View(func(tx *bolt.Tx) error {
 		r, found, err := getRecord(tx, t.Key)
-		if err == nil && found && !force && r.FP == fp && !fp.racy(r.Recorded) {
+		if err == nil && found && r.FP == fp && !fp.racy(r.Recorded) {
 			trusted = r.Version
 		}
 		return nil
@@ -147,18 +142,13 @@ func (s *Store) probe(t Target, verb string, w Writer, force bool) (current, err
 	if err != nil {
 		return current{}, osError(verb, t.Display, err)
 	}
-	s.commitChange(t.Key, change{version: v, fp: fingerprintOf(ofi), size: ofi.Size(), writer: w, at: at}, force)
+	s.commitChange(t.Key, change{version: v, fp: fingerprintOf(ofi), size: ofi.Size(), writer: w, at: at})
 	return current{fi: ofi, version: v}, nil
 }
 
-// commitChange records c for key: a mount commit (force) joins the next
-// batch; any other is written now, unless the mount is writing key, whose
-// commit will attribute the change.
-func (s *Store) commitChange(key string, c change, force bool) {
-	if force {
-		s.queue(key, c)
-		return
-	}
+// commitChange records c for key now, unless the mount is writing key:
+// its commit will attribute the change.
+func (s *Store) commitChange(key string, c change) {
 	if s.dirty(key) {
 		return
 	}
@@ -169,9 +159,30 @@ func (s *Store) commitChange(key string, c change, force bool) {
 // it changed (a deletion if it is gone), clearing any dirty mark. Callers
 // hold the file's lock.
 func (s *Store) Refresh(key string, w Writer) (Version, error) {
-	s.flushPending() // earlier commits of key first: its history stays in order
-	c, err := s.probe(Target{Key: key, Display: key}, "read", w, true)
-	return c.version, err
+	// The commit joins the pending batch behind any earlier commit of key,
+	// so its history stays in order without a transaction of its own.
+	t := Target{Key: key, Display: key}
+	at := time.Now()
+	f, fi, err := s.openRegular(t, "read")
+	if err != nil {
+		switch code := CodeOf(err); {
+		case code == CodeNotFound || errors.Is(err, syscall.ENOTDIR):
+			s.queue(key, change{writer: w, at: at}) // a deletion
+			return Version{}, nil
+		case code == CodeNotRegularFile:
+			err = nil // a directory or device now: no version to keep
+		}
+		// Nothing to commit; the next access rehashes what is there.
+		s.clearDirty(key)
+		return Version{}, err
+	}
+	defer f.Close()
+	v, _, err := HashReader(f)
+	if err != nil {
+		return Version{}, osError("read", key, err)
+	}
+	s.queue(key, change{version: v, fp: fingerprintOf(fi), size: fi.Size(), writer: w, at: at})
+	return v, nil
 }
 
 // MoveTree moves the index entries and history of oldKey, and of every
