@@ -117,7 +117,11 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		// lock; the open handle it follows keeps it from committing an
 		// empty version.
 	}
-	server, err := fs.Mount(mnt, f.root, fopts)
+	raw := fs.NewNodeFS(f.root, fopts)
+	if zeroMessageOpendir {
+		raw = dirStreams{raw}
+	}
+	server, err := serve(mnt, raw, &fopts.MountOptions)
 	if err != nil {
 		f.watch.close()
 		unix.Close(rootFd)
@@ -126,6 +130,20 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	f.server = server
 	f.watch.start()
 	return f, nil
+}
+
+// serve mounts raw at mnt and serves it until unmounted.
+func serve(mnt string, raw fuse.RawFileSystem, opts *fuse.MountOptions) (*fuse.Server, error) {
+	server, err := fuse.NewServer(raw, mnt, opts)
+	if err != nil {
+		return nil, err
+	}
+	go server.Serve()
+	if err := server.WaitMount(); err != nil {
+		server.Unmount()
+		return nil, err
+	}
+	return server, nil
 }
 
 // checkMountpoint refuses a mount point inside the backing directory: the

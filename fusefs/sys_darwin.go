@@ -29,3 +29,6 @@ func mknodat(dirfd int, name string, mode uint32, dev int) error { return unix.E
 func detach(mnt string) error { return unix.Unmount(mnt, unix.MNT_FORCE) }
 
 func generation(dirfd int, name string) uint64 { return 1 }
+
+// zeroMessageOpendir: macFUSE needs OPENDIR answered.
+const zeroMessageOpendir = false

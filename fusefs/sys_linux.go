@@ -45,3 +45,7 @@ func generation(dirfd int, name string) uint64 {
 	}
 	return uint64(stx.Btime.Sec)*1e9 + uint64(stx.Btime.Nsec)
 }
+
+// zeroMessageOpendir: Linux (since 5.1) opens directories without OPENDIR
+// when the daemon answers it with ENOSYS.
+const zeroMessageOpendir = true

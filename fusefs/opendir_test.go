@@ -1,0 +1,110 @@
+package fusefs
+
+import (
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// opcodes counts the FUSE requests a mount receives, by opcode.
+type opcodes struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *opcodes) Write(p []byte) (int, error) {
+	// go-fuse's debug lines for requests read "rx 12: OPENDIR n3 ...".
+	if _, rest, ok := strings.Cut(string(p), "rx "); ok {
+		if _, op, ok := strings.Cut(rest, ": "); ok {
+			op, _, _ = strings.Cut(op, " ")
+			c.mu.Lock()
+			c.n[op]++
+			c.mu.Unlock()
+		}
+	}
+	return len(p), nil
+}
+
+func (c *opcodes) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[string]int{}
+	return n
+}
+
+func listNames(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return names
+}
+
+// TestDirectoryListings: directories are opened without OPENDIR round
+// trips, listings spanning many READDIRPLUS requests are complete, and
+// changes through the mount and behind its back show in the next listing.
+func TestDirectoryListings(t *testing.T) {
+	ops := &opcodes{n: map[string]int{}}
+	m := mountT(t, func(o *Options) { o.Debug, o.DebugLog = true, log.New(ops, "", 0) })
+	big := filepath.Join(m.backing, "big")
+	if err := os.Mkdir(big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 1500 { // about 60 READDIRPLUS replies
+		name := fmt.Sprintf("%04d-%s", i, strings.Repeat("n", 100))
+		want = append(want, name)
+		if err := os.WriteFile(filepath.Join(big, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(m.mnt, "big")
+	if got := listNames(t, dir); !slices.Equal(got, want) {
+		t.Fatalf("listing through the mount has %d names, want %d", len(got), len(want))
+	}
+	if n := ops.take(); n["READDIRPLUS"] < 10 {
+		t.Fatalf("the first listing took %d READDIRPLUS requests; the test needs a listing of many", n["READDIRPLUS"])
+	}
+	for range 3 {
+		if got := listNames(t, dir); !slices.Equal(got, want) {
+			t.Fatalf("cached listing differs: %d names", len(got))
+		}
+	}
+	if n := ops.take(); n["OPENDIR"]+n["RELEASEDIR"]+n["READDIRPLUS"]+n["READDIR"] != 0 {
+		t.Errorf("warm listings sent requests: %v", n)
+	}
+
+	// A change through the mount, and one behind its back.
+	if err := os.WriteFile(filepath.Join(dir, "zz-through"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := listNames(t, dir); !slices.Contains(got, "zz-through") || len(got) != len(want)+1 {
+		t.Fatalf("a file created through the mount is not listed (%d names)", len(got))
+	}
+	if err := os.Remove(filepath.Join(big, want[0])); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := listNames(t, dir)
+		if !slices.Contains(got, want[0]) && len(got) == len(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a name removed from the backing directory is still listed after 5 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
