@@ -58,6 +58,8 @@ type FS struct {
 	dirty  dirtySet
 	log    *slog.Logger
 	watch  *watcher // nil when the backing tree is not watched
+
+	timeout time.Duration // how long the kernel may trust entries and attributes
 }
 
 // Mount serves store's workspace at mountpoint. The process umask should be
@@ -90,6 +92,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	default:
 		timeout = time.Second
 	}
+	f.timeout = timeout
 	fopts := &fs.Options{
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,

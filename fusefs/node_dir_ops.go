@@ -251,7 +251,12 @@ var _ = (fs.NodeSetattrer)((*node)(nil))
 
 func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if h, ok := f.(*handle); ok {
-		return h.Setattr(ctx, in, out)
+		errno := h.Setattr(ctx, in, out)
+		if errno == 0 {
+			// Fresh attributes, as trustworthy as a GETATTR's.
+			out.SetTimeout(n.fsys.timeout)
+		}
+		return errno
 	}
 	fd, name, done, errno := n.at()
 	if errno != 0 {
@@ -267,6 +272,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		return toErrno(err)
 	}
 	fillAttr(&out.Attr, &st)
+	out.SetTimeout(n.fsys.timeout)
 	return 0
 }
 
