@@ -1,12 +1,17 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"image"
+	"image/color"
+	pngenc "image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +115,37 @@ func TestMCP(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(mnt, "new.txt")); string(b) != "made over MCP\n" {
 		t.Fatalf("new.txt = %q", b)
+	}
+
+	// read_image: the envelope as text, then the image itself as an MCP
+	// image block whose bytes are the file's; the structured value leaves
+	// the bytes to the block.
+	var png bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 12, 7))
+	img.Set(3, 4, color.RGBA{R: 255, A: 255})
+	if err := pngenc.Encode(&png, img); err != nil {
+		t.Fatal(err)
+	}
+	pic := filepath.Join(mnt, "pic.png")
+	if err := os.WriteFile(pic, png.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = call("read_image", map[string]any{"file_path": pic})
+	wantText := "<path>" + pic + "</path>\n<type>image</type>\n<content>\nimage/png image, 12x7 px, " +
+		strconv.Itoa(png.Len()) + " bytes\n</content>"
+	if r.IsError || len(r.Content) != 2 || text(r) != wantText {
+		t.Fatalf("read_image: %v %d blocks, text %q", r.IsError, len(r.Content), text(r))
+	}
+	block, ok := r.Content[1].(*mcp.ImageContent)
+	if !ok || block.MIMEType != "image/png" || !bytes.Equal(block.Data, png.Bytes()) {
+		t.Fatalf("read_image block %#v is not the file's PNG", r.Content[1])
+	}
+	sc, _ := r.StructuredContent.(map[string]any)
+	if sc == nil || sc["width"] != 12.0 || sc["height"] != 7.0 || !strings.HasPrefix(sc["version"].(string), "b3:") || sc["data"] != nil {
+		t.Fatalf("read_image structuredContent: %#v", r.StructuredContent)
+	}
+	r = call("read_image", map[string]any{"file_path": filepath.Join(mnt, "new.txt")})
+	if !r.IsError || len(r.Content) != 1 {
+		t.Fatalf("read_image of a text file: %v %q", r.IsError, text(r))
 	}
 }

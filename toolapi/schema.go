@@ -15,9 +15,10 @@ type ToolDef struct {
 
 // Tool names.
 const (
-	ToolRead  = "read"
-	ToolWrite = "write"
-	ToolEdit  = "edit"
+	ToolRead      = "read"
+	ToolReadImage = "read_image"
+	ToolWrite     = "write"
+	ToolEdit      = "edit"
 )
 
 // property is one argument in schema order; the order is also the order in
@@ -82,6 +83,8 @@ func Definitions(readLimit int) []ToolDef { return toolDefs(readLimit) }
 func toolDefs(readLimit int) []ToolDef {
 	return []ToolDef{
 		{ToolRead, "Read a UTF-8 text file and return line-numbered content.", schemaJSON(readProps(readLimit))},
+		{ToolReadImage, "Read a PNG/JPEG/WebP/GIF file and return the image itself. Requires the current model to accept image input.",
+			schemaJSON(readImageProps)},
 		{ToolWrite, "Create or fully replace a UTF-8 text file.", schemaJSON(writeProps)},
 		{ToolEdit, "Edit an existing UTF-8 text file by replacing literal text.", schemaJSON(editProps)},
 	}

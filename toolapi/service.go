@@ -1,4 +1,5 @@
-// Package toolapi owns the model-facing tools — read, write and edit — as
+// Package toolapi owns the model-facing tools — read, read_image, write and
+// edit — as
 // the reference stack defines them: their names, descriptions and schemas,
 // argument validation and its messages, path resolution against a cwd, the
 // read window, the result texts, the structured values and the remedies
@@ -34,6 +35,16 @@ type Config struct {
 	ReadMaxLineLength int
 	// ReadMaxBytes caps the bytes of returned line text (51200).
 	ReadMaxBytes int
+
+	// MaxImageBytes caps the size of a file read_image returns (3.5 MiB).
+	MaxImageBytes int64
+	// MaxImageDimension caps either side of an image, in pixels (2000).
+	MaxImageDimension int
+	// MaxImagePixels caps width × height (40,000,000).
+	MaxImagePixels int
+	// ImageMediaTypes are the image types this deployment accepts
+	// (default: all four, image/png, image/jpeg, image/webp, image/gif).
+	ImageMediaTypes []string
 }
 
 // The reference's defaults.
@@ -90,6 +101,8 @@ func New(store *versionstore.Store, pol *policy.Policy, cfg Config) (*Service, e
 		{"readLimit", &cfg.ReadLimit, DefaultReadLimit},
 		{"readMaxLineLength", &cfg.ReadMaxLineLength, DefaultReadMaxLineLength},
 		{"readMaxBytes", &cfg.ReadMaxBytes, DefaultReadMaxBytes},
+		{"maxImageDimension", &cfg.MaxImageDimension, DefaultMaxImageDimension},
+		{"maxImagePixels", &cfg.MaxImagePixels, DefaultMaxImagePixels},
 	} {
 		switch {
 		case *f.v == 0:
@@ -98,6 +111,17 @@ func New(store *versionstore.Store, pol *policy.Policy, cfg Config) (*Service, e
 			return nil, fmt.Errorf("tool-fs: %s must be a positive integer", f.name)
 		}
 	}
+	switch {
+	case cfg.MaxImageBytes == 0:
+		cfg.MaxImageBytes = DefaultMaxImageBytes
+	case cfg.MaxImageBytes < 0:
+		return nil, fmt.Errorf("tool-fs: maxImageBytes must be a positive integer")
+	}
+	types, err := parseMediaTypes(cfg.ImageMediaTypes)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ImageMediaTypes = types
 	mount := cfg.MountPoint
 	if mount == "" {
 		mount = store.Root()
@@ -118,6 +142,8 @@ func (s *Service) Call(ctx context.Context, name string, req Request) (Result, e
 	switch name {
 	case ToolRead:
 		run = s.read
+	case ToolReadImage:
+		run = s.readImage
 	case ToolWrite:
 		run = s.write
 	case ToolEdit:

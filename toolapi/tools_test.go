@@ -23,6 +23,9 @@ const (
 		`"file_path":{"type":"string","description":"Path to write, resolved by the filesystem backend."},` +
 		`"content":{"type":"string","description":"Full UTF-8 text content to write."}},` +
 		`"required":["file_path","content"]}`
+	readImageSchema = `{"type":"object","properties":{` +
+		`"file_path":{"type":"string","description":"Path to the image file, resolved by the filesystem backend."}},` +
+		`"required":["file_path"]}`
 	editSchema = `{"type":"object","properties":{` +
 		`"file_path":{"type":"string","description":"Path to edit, resolved by the filesystem backend."},` +
 		`"old_string":{"type":"string","description":"Literal text to replace. Must match exactly."},` +
@@ -37,6 +40,7 @@ func TestToolsDefinitions(t *testing.T) {
 	h := newHarness(t)
 	want := []struct{ name, description, schema string }{
 		{"read", "Read a UTF-8 text file and return line-numbered content.", readSchema("2000")},
+		{"read_image", "Read a PNG/JPEG/WebP/GIF file and return the image itself. Requires the current model to accept image input.", readImageSchema},
 		{"write", "Create or fully replace a UTF-8 text file.", writeSchema},
 		{"edit", "Edit an existing UTF-8 text file by replacing literal text.", editSchema},
 	}
@@ -54,7 +58,7 @@ func TestToolsDefinitions(t *testing.T) {
 		}
 	}
 	// The wire form (GET /v1/tools) keeps the schema bytes and uses these keys.
-	b, err := json.Marshal(got[1])
+	b, err := json.Marshal(got[2])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,17 +71,17 @@ func TestToolsDefinitions(t *testing.T) {
 func TestToolsBareDeploymentSameSchemas(t *testing.T) {
 	h := newHarness(t, bareProvider())
 	got := h.svc.Tools()
-	if len(got) != 3 || string(got[0].InputSchema) != readSchema("2000") ||
-		string(got[1].InputSchema) != writeSchema || string(got[2].InputSchema) != editSchema {
+	if len(got) != 4 || string(got[0].InputSchema) != readSchema("2000") || string(got[1].InputSchema) != readImageSchema ||
+		string(got[2].InputSchema) != writeSchema || string(got[3].InputSchema) != editSchema {
 		t.Fatalf("bare deployment tools differ: %+v", got)
 	}
 }
 
 func TestUnknownTool(t *testing.T) {
 	h := newHarness(t)
-	_, err := h.svc.Call(context.Background(), "read_image", Request{Actor: agent, Arguments: json.RawMessage(`{"file_path":"a.png"}`)})
+	_, err := h.svc.Call(context.Background(), "glob", Request{Actor: agent, Arguments: json.RawMessage(`{"pattern":"*"}`)})
 	if !errors.Is(err, ErrUnknownTool) {
-		t.Fatalf("Call(read_image) error = %v, want ErrUnknownTool", err)
+		t.Fatalf("Call(glob) error = %v, want ErrUnknownTool", err)
 	}
 }
 

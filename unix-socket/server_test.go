@@ -3,13 +3,17 @@ package unixsocket
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"image"
+	"image/png"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -107,6 +111,32 @@ func TestToolsOverSocket(t *testing.T) {
 	st, err := d.client.Status(context.Background())
 	if err != nil || st.Backing != d.ws || st.Ops["write"] != 1 || st.Ops["edit"] != 1 {
 		t.Fatalf("status: %+v %v", st, err)
+	}
+}
+
+// read_image over the socket: the value names the image and carries its
+// bytes as base64 under "data".
+func TestReadImageOverSocket(t *testing.T) {
+	d := startDaemon(t, 0)
+	var pic bytes.Buffer
+	if err := png.Encode(&pic, image.NewGray(image.Rect(0, 0, 3, 2))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d.ws, "p.png"), pic.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := d.call(t, "a", "read_image", `{"file_path":"p.png"}`)
+	var v map[string]any
+	if r.IsError || json.Unmarshal(r.Value, &v) != nil {
+		t.Fatalf("read_image: %+v", r)
+	}
+	want := map[string]any{
+		"path": filepath.Join(d.ws, "p.png"), "media_type": "image/png", "width": 3.0, "height": 2.0,
+		"bytes": float64(pic.Len()), "version": versionstore.Sum(pic.Bytes()).String(),
+		"data": base64.StdEncoding.EncodeToString(pic.Bytes()),
+	}
+	if !reflect.DeepEqual(v, want) {
+		t.Fatalf("value:\n got %v\nwant %v", v, want)
 	}
 }
 

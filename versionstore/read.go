@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -224,4 +225,53 @@ func textForDiff(data []byte) *string {
 	}
 	t := string(bytes.ReplaceAll(bytes.TrimPrefix(data, bom), []byte("\r\n"), []byte("\n")))
 	return &t
+}
+
+// ReadBytes returns the bytes of t and their version, refusing a file of
+// more than maxBytes (FS_TOO_LARGE): by its size before reading, or by what
+// the read found if it grew since. It never reads more than maxBytes+1
+// bytes. Absent files are FS_NOT_FOUND, others FS_NOT_REGULAR_FILE, as for
+// ReadText.
+func (s *Store) ReadBytes(ctx context.Context, t Target, maxBytes int64) ([]byte, Version, error) {
+	if ctx.Err() != nil {
+		return nil, Version{}, aborted("read")
+	}
+	s.flushPending()
+	fi, err := s.statTarget(t, "read")
+	if err != nil {
+		return nil, Version{}, err
+	}
+	if fi == nil {
+		s.noteAbsent(t.Key)
+		return nil, Version{}, notFound("read", t.Display)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, Version{}, notRegular("read", t.Display)
+	}
+	if fi.Size() > maxBytes {
+		return nil, Version{}, tooLarge(t.Display, strconv.FormatInt(fi.Size(), 10)+" bytes exceeds", maxBytes)
+	}
+	at := time.Now()
+	f, before, err := s.openRegular(t, "read")
+	if err != nil {
+		return nil, Version{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
+	if err != nil {
+		return nil, Version{}, osError("read", t.Display, err)
+	}
+	if int64(len(data)) > maxBytes {
+		return nil, Version{}, tooLarge(t.Display, "content exceeds", maxBytes)
+	}
+	v := Sum(data)
+	if after, err := f.Stat(); err == nil && fingerprintOf(after) == fingerprintOf(before) && after.Size() == int64(len(data)) {
+		s.noteVersion(t.Key, fingerprintOf(after), v, at)
+	}
+	return data, v, nil
+}
+
+func tooLarge(display, what string, maxBytes int64) *Error {
+	return &Error{Code: CodeTooLarge,
+		Message: "cannot read " + quote(display) + ": " + what + " the " + strconv.FormatInt(maxBytes, 10) + "-byte limit"}
 }

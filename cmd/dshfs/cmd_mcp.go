@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dshfs/dshfs/toolapi"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
@@ -87,6 +88,32 @@ func toolHandler(client *unixsocket.Client, name, actor, cwd string) mcp.ToolHan
 		if len(res.Value) > 0 {
 			out.StructuredContent = res.Value
 		}
+		if name == toolapi.ToolReadImage && !res.IsError {
+			if err := attachImage(out, res.Value); err != nil {
+				return nil, err
+			}
+		}
 		return out, nil
 	}
+}
+
+// attachImage adds the image of a read_image value as an MCP image block.
+// The structured value keeps everything but the bytes, which the block
+// carries: the image is not sent twice.
+func attachImage(out *mcp.CallToolResult, value json.RawMessage) error {
+	var img struct {
+		MediaType string `json:"media_type"`
+		Data      []byte `json:"data"`
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(value, &img); err != nil {
+		return fmt.Errorf("read_image value: %w", err)
+	}
+	if err := json.Unmarshal(value, &fields); err != nil {
+		return fmt.Errorf("read_image value: %w", err)
+	}
+	delete(fields, "data")
+	out.Content = append(out.Content, &mcp.ImageContent{Data: img.Data, MIMEType: img.MediaType})
+	out.StructuredContent = fields
+	return nil
 }

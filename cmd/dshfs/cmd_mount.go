@@ -26,6 +26,7 @@ type mountOptions struct {
 	AllowOther   bool
 	CacheTimeout time.Duration
 	Debug        bool
+	MaxImageSize int64 // bytes; 0: the reference's 3.5 MiB
 }
 
 func mountCommand() *cli.Command {
@@ -45,6 +46,7 @@ func mountCommand() *cli.Command {
 			&cli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (non-root needs user_allow_other in /etc/fuse.conf)", Destination: &o.AllowOther},
 			&cli.DurationFlag{Name: "cache-timeout", Usage: "how long the kernel may cache entries and attributes (default: 30s while the backing tree can be watched, else 1s)", Destination: &o.CacheTimeout},
 			&cli.BoolFlag{Name: "debug", Usage: "log every FUSE request", Destination: &o.Debug},
+			&cli.Int64Flag{Name: "max-image-bytes", Usage: "largest file read_image returns (default: 3670016, 3.5 MiB)", Destination: &o.MaxImageSize},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
@@ -53,6 +55,9 @@ func mountCommand() *cli.Command {
 			o.Backing, o.Mountpoint = c.Args().Get(0), c.Args().Get(1)
 			if fi, err := os.Stat(o.Backing); err != nil || !fi.IsDir() {
 				return cli.Exit(fmt.Sprintf("backing directory %s is not a directory", o.Backing), exitFailure)
+			}
+			if o.MaxImageSize < 0 {
+				return cli.Exit("--max-image-bytes must be positive", exitUsage)
 			}
 			if !o.Foreground {
 				return daemonize(o, c.App.Name)

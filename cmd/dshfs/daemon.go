@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -47,6 +48,9 @@ func daemonize(o mountOptions, name string) error {
 	}
 	if o.AllowOther {
 		args = append(args, "--allow-other")
+	}
+	if o.MaxImageSize > 0 {
+		args = append(args, "--max-image-bytes", strconv.FormatInt(o.MaxImageSize, 10))
 	}
 	if o.CacheTimeout > 0 {
 		args = append(args, "--cache-timeout", o.CacheTimeout.String())

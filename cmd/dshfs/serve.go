@@ -24,7 +24,7 @@ func serveSocket(store *versionstore.Store, o mountOptions, backing, mnt string,
 			return "", nil, err
 		}
 	}
-	svc, err := toolapi.New(store, pol, toolapi.Config{MountPoint: mnt})
+	svc, err := toolapi.New(store, pol, toolapi.Config{MountPoint: mnt, MaxImageBytes: o.MaxImageSize})
 	if err != nil {
 		return "", nil, err
 	}
