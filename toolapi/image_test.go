@@ -184,6 +184,13 @@ func TestReadImageRefusals(t *testing.T) {
 	for _, c := range cases {
 		mustFail(t, h.call(ToolReadImage, agent, map[string]any{"file_path": c.path}), c.code, c.msg)
 	}
+	// A missing image is observed absent, like a missing file read.
+	if o, ok, err := h.pol.Lookup(agent, "missing.png"); err != nil || !ok || o.Present {
+		t.Errorf("observation of missing.png: %+v %v %v, want absent", o, ok, err)
+	}
+	if _, ok, _ := h.pol.Lookup(agent, "huge.png"); ok {
+		t.Error("a refused image was recorded as observed")
+	}
 	// Truncated and corrupt images: a clear message, no panic.
 	for _, name := range []string{"trunc.png", "header.png"} {
 		r := h.call(ToolReadImage, agent, map[string]any{"file_path": name})
