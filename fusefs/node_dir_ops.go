@@ -47,6 +47,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	defer unlock()
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
 	n.noteSelfChild(name)
+	n.fsys.store.Preserve(key) // a file opened without O_EXCL may be replaced
 	ffd, err := unix.Openat(fd, name, int(flags)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
@@ -95,6 +96,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 	unlock := n.fsys.store.Locks().Lock(key)
 	defer unlock()
 	n.noteSelfChild(name)
+	n.fsys.store.Preserve(key)
 	if err := mknodat(fd, name, mode, int(rdev)); err != nil {
 		return nil, toErrno(err)
 	}
@@ -146,6 +148,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	defer unlock()
 	n.noteSelfChild(name)
 	src.noteSelf() // its link count changes
+	n.fsys.store.Preserve(key)
 	if err := unix.Linkat(sfd, sname, fd, name, 0); err != nil {
 		return nil, toErrno(err)
 	}
@@ -168,6 +171,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	unlock := n.fsys.store.Locks().Lock(key)
 	defer unlock()
 	n.noteSelfChild(name)
+	n.fsys.store.Preserve(key) // what rm removes stays restorable
 	if err := unix.Unlinkat(fd, name, 0); err != nil {
 		return toErrno(err)
 	}
@@ -221,6 +225,12 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	n.noteSelfChild(name)
 	np.noteSelfChild(newName)
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		// Both paths' bytes stay restorable: the one moved away and the
+		// one replaced.
+		n.fsys.store.Preserve(oldKey)
+		n.fsys.store.Preserve(newKey)
+	}
 	if err := renameat2(fd, name, nfd, newName, flags); err != nil {
 		return toErrno(err)
 	}
@@ -234,12 +244,9 @@ func (f *FS) renamed(ctx context.Context, oldKey, newKey string, dir bool, flags
 	exchange := flags&renameExchange != 0
 	switch {
 	case dir && exchange:
-		tmp := newKey + "\x00exchange"
-		f.logErr("move index", oldKey, f.store.MoveTree(oldKey, tmp))
-		f.logErr("move index", newKey, f.store.MoveTree(newKey, oldKey))
-		f.logErr("move index", newKey, f.store.MoveTree(tmp, newKey))
+		f.logErr("move index", oldKey, f.store.ExchangeTree(oldKey, newKey, w))
 	case dir:
-		f.logErr("move index", oldKey, f.store.MoveTree(oldKey, newKey))
+		f.logErr("move index", oldKey, f.store.MoveTree(oldKey, newKey, w))
 		f.watch.moved(oldKey, newKey)
 	default:
 		f.refresh(nil, oldKey, w) // gone, or the exchanged file
@@ -328,6 +335,7 @@ func (n *node) truncateAt(ctx context.Context, fd int, name string, size int64) 
 	}
 	unlock := n.fsys.store.Locks().Lock(key)
 	defer unlock()
+	n.fsys.store.Preserve(key)
 	ffd, err := unix.Openat(fd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return toErrno(err)

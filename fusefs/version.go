@@ -42,9 +42,11 @@ func (d *dirtySet) has(n *node) bool {
 	return d.n[n] > 0
 }
 
-// dirtyAdd is called under key's lock when a handle first changes n.
+// dirtyAdd is called under key's lock when a handle first changes n. The
+// first keeps the file's bytes before they change.
 func (f *FS) dirtyAdd(n *node, key string) {
 	if f.dirty.add(n) {
+		f.store.Preserve(key)
 		f.logErr("mark dirty", key, f.store.MarkDirty(key))
 	}
 }

@@ -15,6 +15,7 @@ import (
 //	meta     "schema" → schemaVersion; "clean" → present while the store is closed cleanly
 //	files    <rel path> → record (JSON)
 //	history  <rel path> 0x00 <seq uint64 BE> → HistoryEntry (JSON)
+//	objects, journal, checkpoints: see objects.go and journal.go
 //
 // Other packages may keep their own buckets in the same file (the policy keeps
 // observations there) but never touch these.
@@ -72,10 +73,13 @@ type HistoryEntry struct {
 	Time    time.Time `json:"time"`
 	Writer  Writer    `json:"writer"`
 	Deleted bool      `json:"deleted,omitempty"`
+	// Kept says the version's bytes are in the object store (set when
+	// history is read, never stored).
+	Kept bool `json:"kept,omitempty"`
 }
 
 func initBuckets(tx *bolt.Tx) error {
-	for _, name := range [][]byte{bucketMeta, bucketFiles, bucketHistory} {
+	for _, name := range [][]byte{bucketMeta, bucketFiles, bucketHistory, bucketObjects, bucketJournal, bucketCheckpoints} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}

@@ -3,8 +3,6 @@ package versionstore
 import (
 	"sync"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // The mount's side of the index. Writes through the mount are frequent and
@@ -16,9 +14,11 @@ import (
 
 // mountState is the in-memory half of the index.
 type mountState struct {
-	mu      sync.Mutex
-	dirty   map[string]bool
-	pending []pendingChange
+	mu           sync.Mutex
+	dirty        map[string]bool
+	bornAbsent   map[string]bool // keys Preserve found without a file
+	pending      []pendingChange
+	pendingBytes int64 // of bytes to keep in pending
 
 	// flushing is held while a batch is taken and committed, so a caller
 	// that flushes waits for a batch another goroutine took a moment ago.
@@ -30,8 +30,12 @@ type pendingChange struct {
 	c   change
 }
 
-// pendingLimit is how many queued versions trigger an immediate commit.
-const pendingLimit = 1024
+// pendingLimit is how many queued versions trigger an immediate commit, and
+// pendingBytesLimit how many bytes to keep.
+const (
+	pendingLimit      = 1024
+	pendingBytesLimit = 64 << 20
+)
 
 // MarkDirty records that key is being written through the mount: until the
 // writes are committed by Refresh, no fingerprint is trusted for it, no
@@ -63,36 +67,42 @@ func (s *Store) clearDirty(key string) {
 
 // queue adds a mount commit of key to the next batch and clears its dirty
 // mark.
-func (s *Store) queue(key string, c change) {
+func (s *Store) queue(key string, c change) { s.enqueue(key, c, true) }
+
+// enqueue adds c to the next batch; clear drops key's dirty mark (a commit)
+// or keeps it (bytes kept before a change).
+func (s *Store) enqueue(key string, c change, clear bool) {
 	s.mount.mu.Lock()
-	delete(s.mount.dirty, key)
+	if clear {
+		delete(s.mount.dirty, key)
+	}
 	s.mount.pending = append(s.mount.pending, pendingChange{key, c})
-	full := len(s.mount.pending) >= pendingLimit
+	s.mount.pendingBytes += int64(len(c.data))
+	full := len(s.mount.pending) >= pendingLimit || s.mount.pendingBytes >= pendingBytesLimit
 	s.mount.mu.Unlock()
 	if full {
 		s.flushPending()
 	}
 }
 
-// flushPending commits the queued mount versions in one transaction.
+// flushPending commits the queued mount versions, and the bytes they keep,
+// in one transaction.
 func (s *Store) flushPending() {
 	s.mount.flushing.Lock()
 	defer s.mount.flushing.Unlock()
 	s.mount.mu.Lock()
 	batch := s.mount.pending
-	s.mount.pending = nil
+	s.mount.pending, s.mount.pendingBytes = nil, 0
 	s.mount.mu.Unlock()
 	if len(batch) == 0 {
 		return
 	}
-	s.logErr("commit mount versions", batch[0].key, s.db.Update(func(tx *bolt.Tx) error {
-		for _, p := range batch {
-			if err := s.record(tx, p.key, p.c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
+	keys := make([]string, len(batch))
+	cs := make([]change, len(batch))
+	for i, p := range batch {
+		keys[i], cs[i] = p.key, p.c
+	}
+	s.logErr("commit mount versions", batch[0].key, s.commit(keys, cs))
 }
 
 // mountFlushInterval bounds how long a mount version waits in memory.

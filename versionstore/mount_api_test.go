@@ -47,7 +47,7 @@ func TestMoveTree(t *testing.T) {
 	_, err = ts.write("ab", "not under a/", anyway)
 	must(t, err)
 	must(t, os.Rename(ts.path("a"), ts.path("b")))
-	must(t, ts.MoveTree("a", "b"))
+	must(t, ts.MoveTree("a", "b", External))
 	for _, k := range []string{"b/x", "b/sub/y", "ab"} {
 		if h, _ := ts.History(k); len(h) != 1 {
 			t.Errorf("%s: history %+v", k, h)

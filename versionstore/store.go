@@ -47,6 +47,16 @@ type Options struct {
 	OnPublish func(key string)
 	// Logger receives unexpected errors (default slog.Default()).
 	Logger *slog.Logger
+
+	// CaptureMaxBytes is the largest file whose bytes are kept in the
+	// object store (default DefaultCaptureMaxBytes); larger files keep
+	// versions only. Negative keeps no bytes at all.
+	CaptureMaxBytes int64
+	// RetainBytes is the object store's budget (default DefaultRetainBytes);
+	// RetainAge drops older bytes (default DefaultRetainAge). Collection
+	// never drops the current version of a file or one a checkpoint needs.
+	RetainBytes int64
+	RetainAge   time.Duration
 }
 
 // Store is the versioned view of one workspace directory.
@@ -65,6 +75,9 @@ type Store struct {
 
 	onPublish func(key string)
 	mount     mountState
+
+	objects *objectStore // nil: no bytes are kept
+	retain  retention
 
 	// beforePublish, when set by tests, runs between the check and the
 	// publish of a mutation, to stage races deterministically.
@@ -127,6 +140,22 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		root.Close()
 		return nil, err
 	}
+	if opts.CaptureMaxBytes >= 0 {
+		maxKeep := opts.CaptureMaxBytes
+		if maxKeep == 0 {
+			maxKeep = DefaultCaptureMaxBytes
+		}
+		if s.objects, err = newObjectStore(filepath.Join(filepath.Dir(absIndex), "objects"), maxKeep); err != nil {
+			s.db.Close()
+			root.Close()
+			return nil, err
+		}
+	}
+	s.retain = newRetention(opts.RetainBytes, opts.RetainAge)
+	s.db.View(func(tx *bolt.Tx) error {
+		s.retain.stored.Store(storedBytes(tx))
+		return nil
+	})
 	interval := opts.SyncInterval
 	if interval <= 0 {
 		interval = time.Second
@@ -312,6 +341,7 @@ func (s *Store) Close() error {
 		close(s.stopSync)
 		s.syncDone.Wait()
 		s.flushPending()
+		s.retain.wait()
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketMeta).Put(keyClean, []byte{1})
 		})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -24,11 +25,20 @@ type change struct {
 	size    int64
 	writer  Writer
 	at      time.Time
+	// data, when set, are the bytes of version, to keep in the object store.
+	data []byte
+	// created says the writer saw the path without a file just before: the
+	// change is a creation even though the index had no entry.
+	created bool
 }
 
 // record applies c to the index entry of key. A change to a different version
-// (or to or from absence) is appended to the history; a change that only
-// refreshes the fingerprint is not.
+// (or to or from absence) is appended to the history and to the journal; a
+// change that only refreshes the fingerprint is not. A file the index did not
+// know, found by anyone but a writer who just created it, is a first
+// sighting: history, but not the journal. A tool or the mount changing a
+// file the index did not know journals the change with its prior version
+// unknown.
 func (s *Store) record(tx *bolt.Tx, key string, c change) error {
 	r, found, err := getRecord(tx, key)
 	if err != nil {
@@ -40,6 +50,17 @@ func (s *Store) record(tx *bolt.Tx, key string, c change) error {
 	if !found || r.Version != c.version {
 		e := HistoryEntry{Version: c.version, Size: c.size, Time: c.at.UTC(), Writer: c.writer, Deleted: c.version.IsZero()}
 		if err := appendHistory(tx, key, &r, e, s.historyLimit); err != nil {
+			return err
+		}
+		j := JournalEntry{Path: key, Prev: r.Version, Version: c.version, Time: e.Time, Writer: c.writer}
+		switch {
+		case found, c.created:
+			err = journal(tx, j)
+		case c.writer.Kind != WriterExternal:
+			j.PrevUnknown = true
+			err = journal(tx, j)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -156,18 +177,17 @@ func (s *Store) commitChange(key string, c change) {
 }
 
 // Refresh rehashes key from disk and records its version as written by w if
-// it changed (a deletion if it is gone), clearing any dirty mark. Callers
-// hold the file's lock.
+// it changed (a deletion if it is gone), keeping its bytes, and clears any
+// dirty mark. Callers hold the file's lock.
 func (s *Store) Refresh(key string, w Writer) (Version, error) {
 	// The commit joins the pending batch behind any earlier commit of key,
 	// so its history stays in order without a transaction of its own.
-	t := Target{Key: key, Display: key}
-	at := time.Now()
-	f, fi, err := s.openRegular(t, "read")
+	born := s.takeBornAbsent(key)
+	c, err := s.readForCapture(Target{Key: key, Display: key}, time.Now(), w)
 	if err != nil {
 		switch code := CodeOf(err); {
 		case code == CodeNotFound || errors.Is(err, syscall.ENOTDIR):
-			s.queue(key, change{writer: w, at: at}) // a deletion
+			s.queue(key, change{writer: w, at: time.Now()}) // a deletion
 			return Version{}, nil
 		case code == CodeNotRegularFile:
 			err = nil // a directory or device now: no version to keep
@@ -176,50 +196,142 @@ func (s *Store) Refresh(key string, w Writer) (Version, error) {
 		s.clearDirty(key)
 		return Version{}, err
 	}
-	defer f.Close()
-	v, _, err := HashReader(f)
-	if err != nil {
-		return Version{}, osError("read", key, err)
-	}
-	s.queue(key, change{version: v, fp: fingerprintOf(fi), size: fi.Size(), writer: w, at: at})
-	return v, nil
+	c.created = born
+	s.queue(key, c)
+	return c.version, nil
 }
 
 // MoveTree moves the index entries and history of oldKey, and of every
 // path below it, to newKey: a directory renamed through the mount keeps its
-// files' versions without rehashing them. Callers hold both keys' locks.
-func (s *Store) MoveTree(oldKey, newKey string) error {
+// files' versions without rehashing them. The journal records each move as
+// a deletion at the old path and a change at the new one, attributed to w.
+// Callers hold both keys' locks.
+func (s *Store) MoveTree(oldKey, newKey string, w Writer) error {
 	if oldKey == newKey {
 		return nil
 	}
 	s.flushPending()
+	at := time.Now().UTC()
 	return s.db.Update(func(tx *bolt.Tx) error {
-		files := tx.Bucket(bucketFiles)
-		var keys []string
-		c := files.Cursor()
-		prefix := []byte(oldKey + "/")
-		if files.Get([]byte(oldKey)) != nil {
-			keys = append(keys, oldKey)
+		before, err := treeVersions(tx, oldKey, newKey)
+		if err != nil {
+			return err
 		}
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			keys = append(keys, string(k))
+		if err := moveTree(tx, oldKey, newKey); err != nil {
+			return err
 		}
-		for _, k := range keys {
-			if err := moveEntry(tx, k, newKey+strings.TrimPrefix(k, oldKey)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return journalTrees(tx, before, oldKey, newKey, at, w)
 	})
 }
 
-// History returns the versions of key, newest first.
+// ExchangeTree swaps the index entries of a and b and everything below
+// them (RENAME_EXCHANGE of directories). Callers hold both keys' locks.
+func (s *Store) ExchangeTree(a, b string, w Writer) error {
+	if a == b {
+		return nil
+	}
+	s.flushPending()
+	at := time.Now().UTC()
+	return s.db.Update(func(tx *bolt.Tx) error {
+		before, err := treeVersions(tx, a, b)
+		if err != nil {
+			return err
+		}
+		tmp := b + "\x00exchange" // never a path: NUL cannot occur in one
+		for _, m := range [][2]string{{a, tmp}, {b, a}, {tmp, b}} {
+			if err := moveTree(tx, m[0], m[1]); err != nil {
+				return err
+			}
+		}
+		return journalTrees(tx, before, a, b, at, w)
+	})
+}
+
+// treeKeys lists the index keys of root and below it.
+func treeKeys(tx *bolt.Tx, root string) []string {
+	files := tx.Bucket(bucketFiles)
+	var keys []string
+	if files.Get([]byte(root)) != nil {
+		keys = append(keys, root)
+	}
+	prefix := []byte(root + "/")
+	c := files.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, string(k))
+	}
+	return keys
+}
+
+// moveTree moves the entries below from to below to.
+func moveTree(tx *bolt.Tx, from, to string) error {
+	for _, k := range treeKeys(tx, from) {
+		if err := moveEntry(tx, k, to+strings.TrimPrefix(k, from)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// treeVersions maps every key below the given roots to its version.
+func treeVersions(tx *bolt.Tx, roots ...string) (map[string]Version, error) {
+	out := map[string]Version{}
+	for _, root := range roots {
+		for _, k := range treeKeys(tx, root) {
+			r, _, err := getRecord(tx, k)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r.Version
+		}
+	}
+	return out, nil
+}
+
+// journalTrees journals, for every path below a and b, the change from its
+// version in before to its version now.
+func journalTrees(tx *bolt.Tx, before map[string]Version, a, b string, at time.Time, w Writer) error {
+	paths := map[string]bool{}
+	for k := range before {
+		paths[k] = true
+	}
+	for _, root := range []string{a, b} {
+		for _, k := range treeKeys(tx, root) {
+			paths[k] = true
+		}
+	}
+	sorted := make([]string, 0, len(paths))
+	for k := range paths {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		r, _, err := getRecord(tx, k)
+		if err != nil {
+			return err
+		}
+		if r.Version == before[k] {
+			continue
+		}
+		if err := journal(tx, JournalEntry{Path: k, Prev: before[k], Version: r.Version, Time: at, Writer: w}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// History returns the versions of key, newest first, each marked with
+// whether its bytes are kept.
 func (s *Store) History(key string) ([]HistoryEntry, error) {
 	s.flushPending()
 	var out []HistoryEntry
 	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		out, err = readHistory(tx, key)
-		return err
+		if out, err = readHistory(tx, key); err != nil {
+			return err
+		}
+		for i := range out {
+			out[i].Kept = !out[i].Version.IsZero() && hasObject(tx, out[i].Version)
+		}
+		return nil
 	})
 	return out, err
 }

@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // IntentKind is the guard a write runs under.
@@ -80,6 +78,9 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 	case len(content) < s.diffBasisMax:
 		keep = int64(s.diffBasisMax)
 	}
+	if keep != statOnly && s.objects != nil {
+		keep = max(keep, s.objects.maxKeep+1) // the bytes replaced are kept
+	}
 	cur, err := s.snapshotLocked(t, "write", keep)
 	if err != nil {
 		return res, err
@@ -88,7 +89,7 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 		s.recordSeen(t.Key, cur)
 		return res, err
 	}
-	if cur.data != nil {
+	if cur.data != nil && len(content) < s.diffBasisMax && len(cur.data) < s.diffBasisMax {
 		res.Before = textForDiff(cur.data)
 	}
 	perm := s.fileMode
@@ -227,22 +228,42 @@ func overwriteUnread(display string) *Error {
 // after the rename, which is what later stats will see.
 func (s *Store) commitPublished(t Target, prior snapshot, fi fs.FileInfo, at time.Time, data []byte, w Writer) Version {
 	v := Sum(data)
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		if err := s.recordSnapshot(tx, t.Key, prior); err != nil {
-			return err
-		}
-		var fp fingerprint // none: forces a rehash on the next access
-		if fi != nil {
-			fp = fingerprintOf(fi)
-		}
-		return s.record(tx, t.Key, change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at})
-	})
+	var fp fingerprint // none: forces a rehash on the next access
+	if fi != nil {
+		fp = fingerprintOf(fi)
+	}
+	var keep []byte
+	if s.objects != nil && int64(len(data)) <= s.objects.maxKeep {
+		keep = data
+	}
+	keys, cs := []string{}, []change{}
+	if c, ok := s.snapshotRecord(t.Key, prior); ok {
+		keys, cs = append(keys, t.Key), append(cs, c)
+	}
+	keys = append(keys, t.Key)
+	cs = append(cs, change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at, data: keep, created: prior.fi == nil})
+	err := s.commit(keys, cs)
 	if err != nil {
 		// The file is published; only the index is behind. The next access
 		// rehashes it (the fingerprint will not match), so nothing is lost.
 		s.log.Error("update index after publish", "path", t.Key, "err", err)
 	}
 	return v
+}
+
+// snapshotRecord is the change recordSnapshot would make for snap, keeping
+// the bytes it read: the version a tool write replaced stays restorable.
+// ok is false for a snapshot that records nothing: a non-regular file, a
+// stat alone, a file the mount is writing.
+func (s *Store) snapshotRecord(key string, snap snapshot) (change, bool) {
+	if snap.statOnly || snap.fi != nil && !snap.fi.Mode().IsRegular() || s.dirty(key) {
+		return change{}, false
+	}
+	c := change{version: snap.version, fp: snap.fp, size: sizeOf(snap.fi), writer: External, at: snap.at}
+	if s.objects != nil && snap.data != nil && int64(len(snap.data)) <= s.objects.maxKeep {
+		c.data = snap.data
+	}
+	return c, true
 }
 
 // publish makes data the content of t atomically: a temp file in the same

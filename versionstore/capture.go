@@ -1,0 +1,139 @@
+package versionstore
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Capture: the bytes of every version committed through the mount or by a
+// tool are kept in the object store, and so are the bytes a file had before
+// its first change — a file that existed before dshfs saw it is restorable
+// too. The journal (journal.go) records each change with the version it
+// replaced, which is what checkpoints and rewind are built on.
+
+// Preserve makes sure the current bytes of key are kept before the mount
+// changes it: before a write, truncation, unlink or rename. A file the index
+// does not know, or whose bytes are not kept, is read now (up to the
+// capture limit) and recorded as found; a key with no file is remembered as
+// absent, so the change that follows is journaled as a creation. Callers
+// hold key's lock.
+func (s *Store) Preserve(key string) {
+	s.preserveLocked(key, true)
+}
+
+// preserveLocked is Preserve; queued makes the record join the mount's
+// pending batch instead of committing at once.
+func (s *Store) preserveLocked(key string, queued bool) {
+	if s.objects == nil {
+		return
+	}
+	s.mount.mu.Lock()
+	born := s.mount.bornAbsent[key]
+	s.mount.mu.Unlock()
+	if born {
+		return // created by the change in progress: nothing came before
+	}
+	at := time.Now() // before the stat, for the racy rule
+	fi, err := s.root.Lstat(key)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			s.noteBornAbsent(key)
+		}
+		return
+	}
+	if !fi.Mode().IsRegular() {
+		return
+	}
+	fp := fingerprintOf(fi)
+	known := false
+	s.db.View(func(tx *bolt.Tx) error {
+		r, found, err := getRecord(tx, key)
+		known = err == nil && found && r.FP == fp && !fp.racy(r.Recorded) && !r.Version.IsZero() &&
+			(hasObject(tx, r.Version) || fi.Size() > s.objects.maxKeep)
+		return nil
+	})
+	if known {
+		return
+	}
+	c, err := s.readForCapture(Target{Key: key, Display: key}, at, External)
+	if err != nil {
+		s.logErr("keep the bytes before a change", key, err)
+		return
+	}
+	if queued {
+		s.enqueue(key, c, false)
+		return
+	}
+	s.logErr("keep the bytes before a change", key, s.commit([]string{key}, []change{c}))
+}
+
+// readForCapture reads t for a commit: the version of its bytes and, up to
+// the capture limit, the bytes themselves, packed for the object store.
+func (s *Store) readForCapture(t Target, at time.Time, w Writer) (change, error) {
+	f, fi, err := s.openRegular(t, "read")
+	if err != nil {
+		return change{}, err
+	}
+	defer f.Close()
+	c := change{fp: fingerprintOf(fi), size: fi.Size(), writer: w, at: at}
+	if s.objects == nil || fi.Size() > s.objects.maxKeep {
+		v, _, err := HashReader(f)
+		if err != nil {
+			return change{}, osError("read", t.Display, err)
+		}
+		c.version = v
+		return c, nil
+	}
+	data := make([]byte, 0, fi.Size()+1)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return change{}, osError("read", t.Display, err)
+		}
+		if len(data) == cap(data) {
+			if int64(len(data)) > s.objects.maxKeep {
+				// Grew past the limit while being read: version it, keep nothing.
+				v, n, err := HashReader(io.MultiReader(bytes.NewReader(data), f))
+				if err != nil {
+					return change{}, osError("read", t.Display, err)
+				}
+				c.version, c.size = v, n
+				return c, nil
+			}
+			data = append(data, 0)[:len(data)]
+		}
+	}
+	c.version = Sum(data)
+	c.size = int64(len(data))
+	c.data = data
+	return c, nil
+}
+
+// noteBornAbsent remembers that key had no file just before the mount
+// changed it, so its next commit is journaled as a creation.
+func (s *Store) noteBornAbsent(key string) {
+	s.mount.mu.Lock()
+	defer s.mount.mu.Unlock()
+	if s.mount.bornAbsent == nil {
+		s.mount.bornAbsent = make(map[string]bool)
+	}
+	s.mount.bornAbsent[key] = true
+}
+
+// takeBornAbsent reports and forgets whether key was noted absent.
+func (s *Store) takeBornAbsent(key string) bool {
+	s.mount.mu.Lock()
+	defer s.mount.mu.Unlock()
+	born := s.mount.bornAbsent[key]
+	delete(s.mount.bornAbsent, key)
+	return born
+}

@@ -1,0 +1,121 @@
+package versionstore
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The journal is the workspace's change log: one entry per change of any
+// path's version — a write, a creation, a deletion, either side of a
+// rename — in commit order, each with the version it replaced. A checkpoint
+// is a position in it; rewinding to a checkpoint gives each path changed
+// since back the version its first later change replaced. First sightings
+// of files (a read of a file never seen before) are not changes and are not
+// journaled.
+//
+//	journal      <seq uint64 BE> → JournalEntry (JSON)
+//	checkpoints  <name> → Checkpoint (JSON)
+
+var (
+	bucketJournal     = []byte("journal")
+	bucketCheckpoints = []byte("checkpoints")
+)
+
+// JournalEntry is one change.
+type JournalEntry struct {
+	Seq  uint64 `json:"seq"`
+	Path string `json:"path"`
+	// Prev is the version the change replaced; zero for a path that had no
+	// file. PrevUnknown says the store did not know it (the change came
+	// before dshfs had seen the file).
+	Prev        Version   `json:"prev"`
+	PrevUnknown bool      `json:"prev_unknown,omitempty"`
+	Version     Version   `json:"version"` // zero: deleted
+	Time        time.Time `json:"time"`
+	Writer      Writer    `json:"writer"`
+}
+
+func journalKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
+
+// journal appends e, numbering it.
+func journal(tx *bolt.Tx, e JournalEntry) error {
+	b := tx.Bucket(bucketJournal)
+	seq, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	e.Seq = seq
+	v, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return b.Put(journalKey(seq), v)
+}
+
+// journalSeq is the number of the last entry.
+func journalSeq(tx *bolt.Tx) uint64 { return tx.Bucket(bucketJournal).Sequence() }
+
+// firstChangesAfter returns, for every path changed after seq, its first
+// such change.
+func firstChangesAfter(tx *bolt.Tx, seq uint64) (map[string]JournalEntry, error) {
+	first := map[string]JournalEntry{}
+	c := tx.Bucket(bucketJournal).Cursor()
+	for k, v := c.Seek(journalKey(seq + 1)); k != nil; k, v = c.Next() {
+		var e JournalEntry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return nil, fmt.Errorf("decode journal entry %d: %w", binary.BigEndian.Uint64(k), err)
+		}
+		if _, seen := first[e.Path]; !seen {
+			first[e.Path] = e
+		}
+	}
+	return first, nil
+}
+
+// commit records cs (in order, cs[i] for keys[i]) in one transaction,
+// keeping the bytes each carries: they are compressed first, outside the
+// transaction, and large ones written to their files.
+func (s *Store) commit(keys []string, cs []change) error {
+	var objs []packed
+	now := time.Now()
+	if s.objects != nil {
+		for i := range cs {
+			if cs[i].data == nil {
+				continue
+			}
+			p := s.objects.pack(cs[i].version, cs[i].data, now)
+			if p.file != nil {
+				if err := s.objects.writeFile(p); err != nil {
+					return fmt.Errorf("keep the bytes of %s: %w", keys[i], err)
+				}
+			}
+			objs = append(objs, p)
+			cs[i].data = nil
+		}
+	}
+	var added int64
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		added = 0
+		for _, p := range objs {
+			n, err := putObject(tx, p)
+			if err != nil {
+				return err
+			}
+			added += n
+		}
+		for i := range cs {
+			if err := s.record(tx, keys[i], cs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil && added > 0 {
+		s.objectsAdded(added)
+	}
+	return err
+}

@@ -1,0 +1,224 @@
+package versionstore
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	bolt "go.etcd.io/bbolt"
+)
+
+// The object store keeps the bytes of versions, keyed by the version itself,
+// so every version of every file can be shown, diffed and restored. Objects
+// are zstd-compressed. Small ones (most source files) live in the index's
+// "objects" bucket and are written in the same transaction as the history
+// entry that names them; large ones are files in the state directory's
+// objects/ directory, written to a temporary name and renamed into place.
+// Every read hashes the bytes again: a damaged object is an error, never
+// returned.
+//
+// An object's value in the bucket is a header —
+//
+//	format  1 byte: 'z' zstd data follows, 'f' the data is in objects/<hex>
+//	stored  8 bytes: unix seconds when the object was stored (big endian)
+//	size    8 bytes: the uncompressed size
+//	packed  8 bytes: the compressed size (the bytes it occupies)
+//
+// — followed by the data for format 'z'. Objects are durable on the same
+// terms as the index: with the next sync, within a second.
+
+var bucketObjects = []byte("objects")
+
+const (
+	objInline   = 'z'
+	objFile     = 'f'
+	objHeader   = 1 + 8 + 8 + 8
+	inlineLimit = 1 << 20 // compressed objects up to this size stay in the index
+)
+
+// DefaultCaptureMaxBytes is the largest file whose bytes are kept.
+const DefaultCaptureMaxBytes = 64 << 20
+
+// ErrCorrupt is wrapped by errors for stored bytes that no longer hash to
+// their version.
+var ErrCorrupt = errors.New("stored bytes are corrupt")
+
+// ErrNotKept is wrapped by errors for versions whose bytes were never kept
+// (too large) or have been collected.
+var ErrNotKept = errors.New("bytes not kept")
+
+// objectStore compresses and places objects. The zstd encoder and decoder
+// are safe for concurrent use through EncodeAll and DecodeAll.
+type objectStore struct {
+	dir     string // objects/ beside the index
+	maxKeep int64
+	enc     *zstd.Encoder
+	dec     *zstd.Decoder
+}
+
+func newObjectStore(dir string, maxKeep int64) (*objectStore, error) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	return &objectStore{dir: dir, maxKeep: maxKeep, enc: enc, dec: dec}, nil
+}
+
+// packed is an object ready to be put: its bucket value, and for a large
+// one the compressed data for its file.
+type packed struct {
+	version Version
+	value   []byte
+	file    []byte
+}
+
+// pack compresses data, whose version is v.
+func (o *objectStore) pack(v Version, data []byte, now time.Time) packed {
+	z := o.enc.EncodeAll(data, make([]byte, objHeader, objHeader+len(data)/2+64))
+	hdr := func(b []byte, format byte, n int) {
+		b[0] = format
+		binary.BigEndian.PutUint64(b[1:], uint64(now.Unix()))
+		binary.BigEndian.PutUint64(b[9:], uint64(len(data)))
+		binary.BigEndian.PutUint64(b[17:], uint64(n))
+	}
+	if n := len(z) - objHeader; n <= inlineLimit {
+		hdr(z, objInline, n)
+		return packed{version: v, value: z}
+	}
+	value := make([]byte, objHeader)
+	hdr(value, objFile, len(z)-objHeader)
+	return packed{version: v, value: value, file: z[objHeader:]}
+}
+
+func (o *objectStore) path(v Version) string {
+	h := hex.EncodeToString(v[:])
+	return filepath.Join(o.dir, h[:2], h[2:])
+}
+
+// writeFile places a large object's data before the transaction that
+// names it commits.
+func (o *objectStore) writeFile(p packed) error {
+	dst := o.path(p.version)
+	if _, err := os.Stat(dst); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(dst), tempName(filepath.Base(dst)))
+	if err := os.WriteFile(tmp, p.file, 0o600); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+// putObject stores p in tx unless the object is already there; it reports
+// the bytes the object adds.
+func putObject(tx *bolt.Tx, p packed) (int64, error) {
+	b := tx.Bucket(bucketObjects)
+	if b.Get(p.version[:]) != nil {
+		return 0, nil
+	}
+	return packedSize(p.value), b.Put(p.version[:], p.value)
+}
+
+// hasObject reports whether the bytes of v are stored.
+func hasObject(tx *bolt.Tx, v Version) bool {
+	return tx.Bucket(bucketObjects).Get(v[:]) != nil
+}
+
+func packedSize(value []byte) int64 {
+	if len(value) < objHeader {
+		return int64(len(value))
+	}
+	return int64(binary.BigEndian.Uint64(value[17:]))
+}
+
+func storedAt(value []byte) time.Time {
+	if len(value) < objHeader {
+		return time.Time{}
+	}
+	return time.Unix(int64(binary.BigEndian.Uint64(value[1:])), 0)
+}
+
+// load returns the verified bytes of v.
+func (o *objectStore) load(tx *bolt.Tx, v Version) ([]byte, error) {
+	value := tx.Bucket(bucketObjects).Get(v[:])
+	if value == nil {
+		return nil, fmt.Errorf("%s: %w", v, ErrNotKept)
+	}
+	if len(value) < objHeader {
+		return nil, fmt.Errorf("%s: %w (short header)", v, ErrCorrupt)
+	}
+	size := binary.BigEndian.Uint64(value[9:])
+	var z []byte
+	switch value[0] {
+	case objInline:
+		z = value[objHeader:]
+	case objFile:
+		var err error
+		if z, err = os.ReadFile(o.path(v)); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("%s: %w (its file is missing)", v, ErrCorrupt)
+			}
+			return nil, fmt.Errorf("%s: %w", v, err)
+		}
+	default:
+		return nil, fmt.Errorf("%s: %w (unknown format %q)", v, ErrCorrupt, value[0])
+	}
+	if size > uint64(o.maxKeep)*2+inlineLimit {
+		return nil, fmt.Errorf("%s: %w (size %d)", v, ErrCorrupt, size)
+	}
+	data, err := o.dec.DecodeAll(z, make([]byte, 0, size))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (%v)", v, ErrCorrupt, err)
+	}
+	if uint64(len(data)) != size || Sum(data) != v {
+		return nil, fmt.Errorf("%s: %w (the bytes hash to %s)", v, ErrCorrupt, Sum(data))
+	}
+	return data, nil
+}
+
+// Object returns the bytes of version v, verified against v. ErrNotKept
+// says they were never kept or have been collected; ErrCorrupt that what is
+// stored no longer hashes to v.
+func (s *Store) Object(v Version) ([]byte, error) {
+	s.flushPending()
+	var data []byte
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		data, err = s.objects.load(tx, v)
+		return err
+	})
+	return data, err
+}
+
+// HasObject reports whether the bytes of v are kept.
+func (s *Store) HasObject(v Version) bool {
+	s.flushPending()
+	ok := false
+	s.db.View(func(tx *bolt.Tx) error {
+		ok = hasObject(tx, v)
+		return nil
+	})
+	return ok
+}
+
+// storedBytes sums the space objects occupy.
+func storedBytes(tx *bolt.Tx) int64 {
+	var n int64
+	tx.Bucket(bucketObjects).ForEach(func(_, v []byte) error {
+		n += packedSize(v)
+		return nil
+	})
+	return n
+}

@@ -1,0 +1,341 @@
+package versionstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// WriterRestore is the writer of versions put back by a restore or rewind.
+const WriterRestore WriterKind = "restore"
+
+// Checkpoint is a named position in the journal. It pins the version every
+// file had at that moment without copying anything: a file changed since
+// is given back the version its first later change replaced.
+type Checkpoint struct {
+	Name  string    `json:"name"`
+	Seq   uint64    `json:"seq"`
+	Time  time.Time `json:"time"`
+	Files int       `json:"files"` // files with a version at that moment
+	// Auto marks the checkpoint a rewind makes before it changes anything.
+	Auto bool `json:"auto,omitempty"`
+}
+
+func checkpoints(tx *bolt.Tx) ([]Checkpoint, error) {
+	var out []Checkpoint
+	err := tx.Bucket(bucketCheckpoints).ForEach(func(k, v []byte) error {
+		var cp Checkpoint
+		if err := json.Unmarshal(v, &cp); err != nil {
+			return fmt.Errorf("decode checkpoint %q: %w", k, err)
+		}
+		out = append(out, cp)
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Seq < out[j].Seq || out[i].Seq == out[j].Seq && out[i].Time.Before(out[j].Time)
+	})
+	return out, err
+}
+
+// Checkpoints lists the checkpoints, oldest first.
+func (s *Store) Checkpoints() ([]Checkpoint, error) {
+	var out []Checkpoint
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		out, err = checkpoints(tx)
+		return err
+	})
+	return out, err
+}
+
+// ErrNoCheckpoint is wrapped by errors naming a checkpoint that does not exist.
+var ErrNoCheckpoint = errors.New("no such checkpoint")
+
+// Checkpoint records a checkpoint named name ("" picks cp-N).
+func (s *Store) Checkpoint(name string) (Checkpoint, error) {
+	return s.checkpoint(name, false)
+}
+
+func (s *Store) checkpoint(name string, auto bool) (Checkpoint, error) {
+	if err := checkName(name); err != nil {
+		return Checkpoint{}, err
+	}
+	s.flushPending()
+	var cp Checkpoint
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketCheckpoints)
+		if name == "" {
+			for n := b.Stats().KeyN + 1; ; n++ {
+				if name = "cp-" + strconv.Itoa(n); b.Get([]byte(name)) == nil {
+					break
+				}
+			}
+		} else if b.Get([]byte(name)) != nil {
+			return fmt.Errorf("checkpoint %q exists", name)
+		}
+		files := 0
+		tx.Bucket(bucketFiles).ForEach(func(_, v []byte) error {
+			var r record
+			if json.Unmarshal(v, &r) == nil && !r.Version.IsZero() {
+				files++
+			}
+			return nil
+		})
+		cp = Checkpoint{Name: name, Seq: journalSeq(tx), Time: time.Now().UTC(), Files: files, Auto: auto}
+		v, err := json.Marshal(cp)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(name), v)
+	})
+	return cp, err
+}
+
+func checkName(name string) error {
+	if len(name) > 200 || strings.ContainsAny(name, "\x00\n\r/") {
+		return fmt.Errorf("checkpoint name %q: at most 200 characters, no slash or control characters", name)
+	}
+	return nil
+}
+
+func (s *Store) findCheckpoint(name string) (Checkpoint, error) {
+	var cp Checkpoint
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketCheckpoints).Get([]byte(name))
+		if v == nil {
+			return fmt.Errorf("checkpoint %q: %w", name, ErrNoCheckpoint)
+		}
+		return json.Unmarshal(v, &cp)
+	})
+	return cp, err
+}
+
+// RestoreResult says what a restore replaced.
+type RestoreResult struct {
+	From Version `json:"from"` // zero: there was no file
+	To   Version `json:"to"`
+}
+
+// Restore makes v the content of t again, as a guarded write: under t's
+// lock, over the bytes it finds there (kept first, so the restore can be
+// undone), refused while the mount is writing the file. The bytes of v are
+// verified before anything is written.
+func (s *Store) Restore(ctx context.Context, t Target, v Version, w Writer) (RestoreResult, error) {
+	if ctx.Err() != nil {
+		return RestoreResult{}, aborted("restore")
+	}
+	data, err := s.Object(v)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	var res RestoreResult
+	defer s.published(t.Key, &res.To)
+	unlock := s.locks.Lock(t.Key)
+	defer unlock()
+	res, err = s.putBackLocked(ctx, t, v, data, nil, w)
+	return res, err
+}
+
+// putBackLocked writes data (the bytes of v) to t, or removes t when v is
+// zero. With expect set, the file must still be at *expect (zero: absent).
+func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []byte, expect *Version, w Writer) (RestoreResult, error) {
+	s.flushPending()
+	cur, err := s.snapshotLocked(t, "restore", -1) // its bytes are kept by the commit below
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	if cur.fi != nil && !cur.fi.Mode().IsRegular() {
+		return RestoreResult{}, notRegular("restore", t.Display)
+	}
+	res := RestoreResult{From: cur.version}
+	if s.dirty(t.Key) {
+		return res, &Error{Code: CodeStaleVersion, Message: "cannot restore " + quote(t.Display) + ": it is being written through the mount"}
+	}
+	if expect != nil && *expect != cur.version {
+		return res, stale("restore", t.Display)
+	}
+	if cur.version == v {
+		return res, nil // already there
+	}
+	at := time.Now()
+	if v.IsZero() {
+		if err := s.root.Remove(t.Key); err != nil {
+			return res, osError("remove", t.Display, err)
+		}
+		return res, s.commitAfter(t.Key, cur, change{writer: w, at: at})
+	}
+	perm := s.fileMode
+	if cur.fi != nil {
+		perm = cur.fi.Mode().Perm()
+	}
+	fi, err := s.publish(ctx, t, "restore", data, perm, &cur, cur.fi == nil)
+	if err != nil {
+		return res, err
+	}
+	var fp fingerprint
+	if fi != nil {
+		fp = fingerprintOf(fi)
+	}
+	res.To = v
+	return res, s.commitAfter(t.Key, cur, change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at, created: cur.fi == nil})
+}
+
+// commitAfter records what snap found and then c, in one transaction.
+func (s *Store) commitAfter(key string, snap snapshot, c change) error {
+	if prior, ok := s.snapshotRecord(key, snap); ok {
+		return s.commit([]string{key, key}, []change{prior, c})
+	}
+	return s.commit([]string{key}, []change{c})
+}
+
+// RewindAction is one file a rewind changed, or would change.
+type RewindAction struct {
+	Path  string  `json:"path"`
+	Op    string  `json:"op"`   // "restore", "recreate" or "remove"
+	From  Version `json:"from"` // zero: no file now
+	To    Version `json:"to"`   // zero: no file at the checkpoint
+	Error string  `json:"error,omitempty"`
+}
+
+// RewindResult says what a rewind did.
+type RewindResult struct {
+	Checkpoint string         `json:"checkpoint"`
+	Before     string         `json:"before,omitempty"` // the checkpoint made first
+	DryRun     bool           `json:"dry_run,omitempty"`
+	Actions    []RewindAction `json:"actions"`
+	Conflicts  int            `json:"conflicts"`
+}
+
+// Rewind gives every file changed since the checkpoint name the version it
+// had then: restoring changed files, recreating deleted ones, removing
+// created ones. Unless dryRun, it first makes a checkpoint, so the rewind
+// can itself be rewound. Each file is changed under its lock and only if it
+// is still what the plan saw: a file written meanwhile — by a shell through
+// the mount, or behind dshfs's back — is reported as a conflict and left
+// alone, and so is a file whose bytes at the checkpoint are not kept.
+func (s *Store) Rewind(ctx context.Context, name string, dryRun bool, w Writer, progress func(done, total int)) (RewindResult, error) {
+	res := RewindResult{Checkpoint: name, DryRun: dryRun, Actions: []RewindAction{}}
+	cp, err := s.findCheckpoint(name)
+	if err != nil {
+		return res, err
+	}
+	s.flushPending()
+	var first map[string]JournalEntry
+	err = s.db.View(func(tx *bolt.Tx) (err error) {
+		first, err = firstChangesAfter(tx, cp.Seq)
+		return err
+	})
+	if err != nil {
+		return res, err
+	}
+	keys := make([]string, 0, len(first))
+	for k := range first {
+		keys = append(keys, k)
+	}
+	// Removals first, deepest first, so a path that became a directory is
+	// cleared before a file is put back there.
+	sort.Slice(keys, func(i, j int) bool {
+		ri, rj := first[keys[i]].Prev.IsZero(), first[keys[j]].Prev.IsZero()
+		switch {
+		case ri != rj:
+			return ri
+		case ri:
+			return keys[i] > keys[j]
+		default:
+			return keys[i] < keys[j]
+		}
+	})
+	if !dryRun {
+		before, err := s.checkpoint("", true)
+		if err != nil {
+			return res, err
+		}
+		res.Before = before.Name
+	}
+	for i, key := range keys {
+		if ctx.Err() != nil {
+			return res, aborted("rewind")
+		}
+		if progress != nil {
+			progress(i, len(keys))
+		}
+		if a, ok := s.rewindOne(ctx, key, first[key], dryRun, w); ok {
+			if a.Error != "" {
+				res.Conflicts++
+			}
+			res.Actions = append(res.Actions, a)
+		}
+	}
+	if progress != nil {
+		progress(len(keys), len(keys))
+	}
+	return res, nil
+}
+
+// rewindOne puts key back to what e replaced; ok is false when there was
+// nothing to do.
+func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRun bool, w Writer) (a RewindAction, ok bool) {
+	t := Target{Key: key, Display: key}
+	a = RewindAction{Path: key, To: e.Prev}
+	var changed bool
+	defer func() {
+		if changed && s.onPublish != nil {
+			s.onPublish(key) // after the unlock: the kernel's view of key is stale
+		}
+	}()
+	unlock := s.locks.Lock(key)
+	defer unlock()
+	s.flushPending()
+	cur, err := s.snapshotLocked(t, "rewind", -1)
+	switch {
+	case err != nil:
+		a.Op, a.Error = "restore", err.Error()
+		return a, true
+	case cur.fi != nil && !cur.fi.Mode().IsRegular():
+		a.Op, a.Error = "restore", "not a regular file now"
+		return a, true
+	}
+	a.From = cur.version
+	if cur.version == e.Prev && !e.PrevUnknown {
+		return a, false
+	}
+	switch {
+	case e.Prev.IsZero():
+		a.Op = "remove"
+	case cur.fi == nil:
+		a.Op = "recreate"
+	default:
+		a.Op = "restore"
+	}
+	if e.PrevUnknown {
+		a.Error = "its version at the checkpoint is unknown (changed before dshfs had seen it)"
+		return a, true
+	}
+	var data []byte
+	if !e.Prev.IsZero() {
+		if data, err = s.Object(e.Prev); err != nil {
+			a.Error = err.Error()
+			return a, true
+		}
+	}
+	if s.dirty(key) {
+		a.Error = "being written through the mount"
+		return a, true
+	}
+	if dryRun {
+		return a, true
+	}
+	expect := cur.version
+	if _, err := s.putBackLocked(ctx, t, e.Prev, data, &expect, w); err != nil {
+		a.Error = err.Error()
+		return a, true
+	}
+	changed = true
+	return a, true
+}
