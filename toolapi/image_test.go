@@ -62,11 +62,11 @@ func webpImage(t *testing.T, w, h int, c color.NRGBA) []byte {
 	bw.bits(0x2f, 8) // VP8L signature
 	bw.bits(uint32(w-1), 14)
 	bw.bits(uint32(h-1), 14)
-	bw.bits(1, 1) // alpha is used
-	bw.bits(0, 3) // version
-	bw.bits(0, 1) // no transform
-	bw.bits(0, 1) // no colour cache
-	bw.bits(0, 1) // no meta prefix codes
+	bw.bits(1, 1)                                        // alpha is used
+	bw.bits(0, 3)                                        // version
+	bw.bits(0, 1)                                        // no transform
+	bw.bits(0, 1)                                        // no colour cache
+	bw.bits(0, 1)                                        // no meta prefix codes
 	for _, sym := range []uint8{c.G, c.R, c.B, c.A, 0} { // green, red, blue, alpha, distance
 		bw.bits(1, 1) // simple code
 		bw.bits(0, 1) // one symbol
