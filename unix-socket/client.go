@@ -98,3 +98,118 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
+
+// Show returns the bytes of path at version (b3:… or a unique hex prefix).
+func (c *Client) Show(ctx context.Context, cwd, path, version string) ([]byte, error) {
+	q := url.Values{"path": {path}, "version": {version}}
+	if cwd != "" {
+		q.Set("cwd", cwd)
+	}
+	return c.raw(ctx, "/v1/show?"+q.Encode())
+}
+
+// Diff returns the unified diff of path between from and to (see
+// toolapi.Service.Diff for the defaults).
+func (c *Client) Diff(ctx context.Context, cwd, path, from, to string) (string, error) {
+	q := url.Values{"path": {path}}
+	for k, v := range map[string]string{"cwd": cwd, "from": from, "to": to} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	b, err := c.raw(ctx, "/v1/diff?"+q.Encode())
+	return string(b), err
+}
+
+// Restore puts a version of path back.
+func (c *Client) Restore(ctx context.Context, req RestoreRequest) (Restored, error) {
+	var out Restored
+	return out, c.do(ctx, http.MethodPost, "/v1/restore", req, &out)
+}
+
+// Checkpoint records a checkpoint ("" names it cp-N).
+func (c *Client) Checkpoint(ctx context.Context, name string) (Checkpoint, error) {
+	var out Checkpoint
+	return out, c.do(ctx, http.MethodPost, "/v1/checkpoints", CheckpointRequest{Name: name}, &out)
+}
+
+// Checkpoints lists the checkpoints, oldest first.
+func (c *Client) Checkpoints(ctx context.Context) ([]Checkpoint, error) {
+	var out []Checkpoint
+	return out, c.do(ctx, http.MethodGet, "/v1/checkpoints", nil, &out)
+}
+
+// Rewind rewinds the workspace to a checkpoint; progress, if set, hears how
+// far it has got.
+func (c *Client) Rewind(ctx context.Context, req RewindRequest, progress func(Progress)) (RewindResult, error) {
+	var out RewindResult
+	return out, c.stream(ctx, "/v1/rewind", req, progress, &out)
+}
+
+// GC collects kept bytes nobody needs.
+func (c *Client) GC(ctx context.Context, progress func(Progress)) (GCResult, error) {
+	var out GCResult
+	return out, c.stream(ctx, "/v1/gc", struct{}{}, progress, &out)
+}
+
+// raw GETs path and returns the body of a 200 answer.
+func (c *Client) raw(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://dshfs"+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reach the dshfs daemon at %s: %w", c.Socket, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e ErrorBody
+		json.NewDecoder(resp.Body).Decode(&e)
+		return nil, &APIError{Code: resp.StatusCode, Message: e.Error}
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// stream POSTs body and reads a streamed answer: progress lines, then the
+// result (decoded into out) or an error.
+func (c *Client) stream(ctx context.Context, path string, body any, progress func(Progress), out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://dshfs"+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("reach the dshfs daemon at %s: %w", c.Socket, err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		var e ErrorBody
+		dec.Decode(&e)
+		return &APIError{Code: resp.StatusCode, Message: e.Error}
+	}
+	for {
+		var line struct {
+			Progress *Progress       `json:"progress"`
+			Result   json.RawMessage `json:"result"`
+			Error    string          `json:"error"`
+		}
+		if err := dec.Decode(&line); err != nil {
+			return fmt.Errorf("dshfs daemon: the answer ended early: %w", err)
+		}
+		switch {
+		case line.Error != "":
+			return fmt.Errorf("dshfs daemon: %s", line.Error)
+		case line.Result != nil:
+			return json.Unmarshal(line.Result, out)
+		case line.Progress != nil && progress != nil:
+			progress(*line.Progress)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dshfs/dshfs/toolapi"
+	"github.com/dshfs/dshfs/versionstore"
 )
 
 // DefaultMaxBody caps a request body (a write's content travels in it).
@@ -25,8 +26,9 @@ type Config struct {
 	Tools *toolapi.Service
 	// Status fills in what the server does not know itself.
 	Status func() Status
-	// History returns a path's versions; path is taken as a tool takes it.
-	History func(ctx context.Context, cwd, path string) ([]HistoryEntry, error)
+	// Store serves checkpoints, rewind and collection (nil: those routes
+	// answer 404).
+	Store *versionstore.Store
 	// MaxBody caps request bodies (default DefaultMaxBody).
 	MaxBody int64
 	// CallTimeout bounds one tool call (default 5 minutes).
@@ -57,7 +59,14 @@ func NewServer(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, start: time.Now(), mux: http.NewServeMux(), ops: map[string]*atomic.Int64{}}
 	// The route table, sorted.
+	s.mux.HandleFunc("GET /v1/checkpoints", s.needStore(s.checkpoints))
+	s.mux.HandleFunc("POST /v1/checkpoints", s.needStore(s.checkpoint))
+	s.mux.HandleFunc("GET /v1/diff", s.diff)
+	s.mux.HandleFunc("POST /v1/gc", s.needStore(s.gc))
 	s.mux.HandleFunc("GET /v1/history", s.history)
+	s.mux.HandleFunc("POST /v1/restore", s.restore)
+	s.mux.HandleFunc("POST /v1/rewind", s.needStore(s.rewind))
+	s.mux.HandleFunc("GET /v1/show", s.show)
 	s.mux.HandleFunc("GET /v1/status", s.status)
 	s.mux.HandleFunc("GET /v1/tools", s.tools)
 	s.mux.HandleFunc("POST /v1/tools/{name}", s.call)
@@ -158,11 +167,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "history needs ?path=")
 		return
 	}
-	if s.cfg.History == nil {
-		writeError(w, http.StatusNotFound, "no history here")
-		return
-	}
-	h, err := s.cfg.History(r.Context(), r.URL.Query().Get("cwd"), p)
+	h, err := s.cfg.Tools.History(r.URL.Query().Get("cwd"), p)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -171,6 +176,17 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 		h = []HistoryEntry{}
 	}
 	writeJSON(w, http.StatusOK, h)
+}
+
+// needStore answers 404 for the workspace-wide routes when no store is wired.
+func (s *Server) needStore(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Store == nil {
+			writeError(w, http.StatusNotFound, "no checkpoints here")
+			return
+		}
+		h(w, r)
+	}
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

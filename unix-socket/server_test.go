@@ -44,13 +44,7 @@ func startDaemon(t testing.TB, maxBody int64) *daemon {
 		Tools:   d.svc,
 		Status:  func() Status { return Status{Backing: d.ws, Socket: d.socket} },
 		MaxBody: maxBody,
-		History: func(ctx context.Context, cwd, path string) ([]HistoryEntry, error) {
-			tg, err := d.svc.Resolve(cwd, path)
-			if err != nil {
-				return nil, err
-			}
-			return store.History(tg.Key)
-		},
+		Store:   store,
 	})
 	l, err := Listen(d.socket)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -50,13 +51,16 @@ func runLog(ctx context.Context, path string, asJSON bool) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tVERSION\tSIZE\tWRITER")
+	fmt.Fprintln(tw, "TIME\tVERSION\tSIZE\tBYTES\tWRITER")
 	for _, e := range h {
-		v := e.Version.Short()
-		if e.Deleted {
-			v = "(deleted)"
+		v, size, kept := e.Version.Short(), strconv.FormatInt(e.Size, 10), "not kept"
+		switch {
+		case e.Deleted:
+			v, size, kept = "(deleted)", "-", "-"
+		case e.Kept:
+			kept = "kept"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", e.Time.Local().Format(time.DateTime), v, e.Size, describeWriter(e.Writer))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.DateTime), v, size, kept, describeWriter(e.Writer))
 	}
 	return tw.Flush()
 }
@@ -65,6 +69,11 @@ func describeWriter(w versionstore.Writer) string {
 	switch w.Kind {
 	case versionstore.WriterTool:
 		return "tool, actor " + fmt.Sprintf("%q", w.Actor)
+	case versionstore.WriterRestore:
+		if w.Actor != "" {
+			return "restore, by " + fmt.Sprintf("%q", w.Actor)
+		}
+		return "restore"
 	case versionstore.WriterMount:
 		return fmt.Sprintf("mount, %s (pid %d, uid %d)", w.Comm, w.Pid, w.Uid)
 	}

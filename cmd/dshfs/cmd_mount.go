@@ -27,6 +27,9 @@ type mountOptions struct {
 	CacheTimeout time.Duration
 	Debug        bool
 	MaxImageSize int64 // bytes; 0: the reference's 3.5 MiB
+	KeepMax      int64 // largest file whose bytes are kept; 0: 64 MiB
+	RetainBytes  int64
+	RetainAge    time.Duration
 }
 
 func mountCommand() *cli.Command {
@@ -46,6 +49,9 @@ func mountCommand() *cli.Command {
 			&cli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (non-root needs user_allow_other in /etc/fuse.conf)", Destination: &o.AllowOther},
 			&cli.DurationFlag{Name: "cache-timeout", Usage: "how long the kernel may cache entries and attributes (default: 30s while the backing tree can be watched, else 1s)", Destination: &o.CacheTimeout},
 			&cli.BoolFlag{Name: "debug", Usage: "log every FUSE request", Destination: &o.Debug},
+			&cli.Int64Flag{Name: "keep-max-bytes", Usage: "largest file whose versions' bytes are kept (default: 64 MiB); -1 keeps none", Destination: &o.KeepMax},
+			&cli.Int64Flag{Name: "retain-bytes", Usage: "budget for kept bytes (default: 2 GiB)", Destination: &o.RetainBytes},
+			&cli.DurationFlag{Name: "retain-age", Usage: "drop kept bytes older than this, unless current or checkpointed (default: 720h)", Destination: &o.RetainAge},
 			&cli.Int64Flag{Name: "max-image-bytes", Usage: "largest file read_image returns (default: 3670016, 3.5 MiB)", Destination: &o.MaxImageSize},
 		},
 		Action: func(c *cli.Context) error {
@@ -56,8 +62,8 @@ func mountCommand() *cli.Command {
 			if fi, err := os.Stat(o.Backing); err != nil || !fi.IsDir() {
 				return cli.Exit(fmt.Sprintf("backing directory %s is not a directory", o.Backing), exitFailure)
 			}
-			if o.MaxImageSize < 0 {
-				return cli.Exit("--max-image-bytes must be positive", exitUsage)
+			if o.MaxImageSize < 0 || o.RetainBytes < 0 || o.RetainAge < 0 {
+				return cli.Exit("--max-image-bytes, --retain-bytes and --retain-age must be positive", exitUsage)
 			}
 			if !o.Foreground {
 				return daemonize(o, c.App.Name)
@@ -110,6 +116,10 @@ func runMount(o mountOptions) error {
 		AliasRoots: []string{mnt},
 		OnPublish:  func(key string) { fsys.Invalidate(key) },
 		Logger:     log,
+
+		CaptureMaxBytes: o.KeepMax,
+		RetainBytes:     o.RetainBytes,
+		RetainAge:       o.RetainAge,
 	})
 	if err != nil {
 		return err

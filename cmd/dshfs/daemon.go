@@ -49,6 +49,15 @@ func daemonize(o mountOptions, name string) error {
 	if o.AllowOther {
 		args = append(args, "--allow-other")
 	}
+	if o.KeepMax != 0 {
+		args = append(args, "--keep-max-bytes", strconv.FormatInt(o.KeepMax, 10))
+	}
+	if o.RetainBytes > 0 {
+		args = append(args, "--retain-bytes", strconv.FormatInt(o.RetainBytes, 10))
+	}
+	if o.RetainAge > 0 {
+		args = append(args, "--retain-age", o.RetainAge.String())
+	}
 	if o.MaxImageSize > 0 {
 		args = append(args, "--max-image-bytes", strconv.FormatInt(o.MaxImageSize, 10))
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -42,13 +41,7 @@ func serveSocket(store *versionstore.Store, o mountOptions, backing, mnt string,
 			}
 			return st
 		},
-		History: func(ctx context.Context, cwd, path string) ([]unixsocket.HistoryEntry, error) {
-			t, err := svc.Resolve(cwd, path)
-			if err != nil {
-				return nil, err
-			}
-			return store.History(t.Key)
-		},
+		Store: store,
 	})
 	l, err := unixsocket.Listen(socket)
 	if err != nil {

@@ -1,5 +1,14 @@
 package main
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 func detachMount(mnt string) error { return unix.Unmount(mnt, unix.MNT_DETACH) }
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

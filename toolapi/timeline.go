@@ -1,0 +1,157 @@
+package toolapi
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dshfs/dshfs/udiff"
+	"github.com/dshfs/dshfs/versionstore"
+)
+
+// The people-facing side of versions — show, diff and restore a file's
+// versions — over the same path resolution as the tools: a path is taken
+// relative to cwd, inside the workspace, shown as the agent sees it.
+// Checkpoints, rewind and collection take no path and are the store's own.
+
+// ErrBadVersion is wrapped by errors for a version argument that names no
+// version of the file.
+var ErrBadVersion = errors.New("no such version")
+
+// FileVersion is one version of a file, found by a version argument.
+type FileVersion struct {
+	Path    string               `json:"path"`
+	Version versionstore.Version `json:"version"`
+}
+
+// History returns the versions of path, newest first.
+func (s *Service) History(cwd, path string) ([]versionstore.HistoryEntry, error) {
+	t, err := s.Resolve(cwd, path)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.History(t.Key)
+}
+
+// Show returns the bytes of path at version, which is a full version
+// (b3:…), or a prefix of the hex of one in the path's history.
+func (s *Service) Show(cwd, path, version string) ([]byte, FileVersion, error) {
+	t, v, err := s.fileVersion(cwd, path, version)
+	if err != nil {
+		return nil, FileVersion{}, err
+	}
+	data, err := s.store.Object(v)
+	return data, FileVersion{t.Display, v}, err
+}
+
+// Diff returns the unified diff of path between two versions: from and to
+// as Show takes them; with to empty, from against the newest version; with
+// both empty, the two newest. A deletion diffs as an empty file.
+func (s *Service) Diff(cwd, path, from, to string) (string, error) {
+	t, err := s.Resolve(cwd, path)
+	if err != nil {
+		return "", err
+	}
+	h, err := s.store.History(t.Key)
+	if err != nil {
+		return "", err
+	}
+	var a, b versionstore.Version
+	switch {
+	case from == "" && to != "":
+		return "", fmt.Errorf("diff: a second version needs a first")
+	case from == "":
+		if len(h) < 2 {
+			return "", fmt.Errorf("%s has %d version(s): nothing to compare", t.Display, len(h))
+		}
+		a, b = h[1].Version, h[0].Version
+	default:
+		if a, err = pickVersion(t, h, from); err != nil {
+			return "", err
+		}
+		if to == "" {
+			if len(h) == 0 {
+				return "", fmt.Errorf("%s has no versions", t.Display)
+			}
+			b = h[0].Version
+		} else if b, err = pickVersion(t, h, to); err != nil {
+			return "", err
+		}
+	}
+	side := func(v versionstore.Version) ([]byte, string, error) {
+		if v.IsZero() {
+			return nil, "/dev/null", nil
+		}
+		data, err := s.store.Object(v)
+		return data, t.Display + "@" + v.Short(), err
+	}
+	da, na, err := side(a)
+	if err != nil {
+		return "", err
+	}
+	db, nb, err := side(b)
+	if err != nil {
+		return "", err
+	}
+	return udiff.Unified(na, nb, da, db, 3), nil
+}
+
+// Restore makes version the content of path again, as a guarded write
+// recorded in history as a restore by actor.
+func (s *Service) Restore(ctx context.Context, cwd, path, version, actor string) (versionstore.RestoreResult, FileVersion, error) {
+	t, v, err := s.fileVersion(cwd, path, version)
+	if err != nil {
+		return versionstore.RestoreResult{}, FileVersion{}, err
+	}
+	res, err := s.store.Restore(ctx, t, v, versionstore.Writer{Kind: versionstore.WriterRestore, Actor: actor})
+	return res, FileVersion{t.Display, v}, err
+}
+
+func (s *Service) fileVersion(cwd, path, version string) (versionstore.Target, versionstore.Version, error) {
+	t, err := s.Resolve(cwd, path)
+	if err != nil {
+		return t, versionstore.Version{}, err
+	}
+	h, err := s.store.History(t.Key)
+	if err != nil {
+		return t, versionstore.Version{}, err
+	}
+	v, err := pickVersion(t, h, version)
+	return t, v, err
+}
+
+// pickVersion finds the version an argument names: a full b3: version, or
+// a unique prefix (at least 4 hex digits, "b3:" optional) of one in h.
+func pickVersion(t versionstore.Target, h []versionstore.HistoryEntry, arg string) (versionstore.Version, error) {
+	if v, err := versionstore.ParseVersion(arg); err == nil && !v.IsZero() {
+		return v, nil
+	}
+	prefix := strings.ToLower(strings.TrimPrefix(arg, "b3:"))
+	if _, err := hex.DecodeString(prefix + strings.Repeat("0", len(prefix)%2)); err != nil || len(prefix) < 4 {
+		return versionstore.Version{}, fmt.Errorf("%q is not a version: give b3:<hex>, or at least 4 hex digits of one", arg)
+	}
+	var found []versionstore.Version
+	for _, e := range h {
+		if hx := hex.EncodeToString(e.Version[:]); !e.Version.IsZero() && strings.HasPrefix(hx, prefix) && !containsVersion(found, e.Version) {
+			found = append(found, e.Version)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return versionstore.Version{}, fmt.Errorf("%w: %s in the history of %s", ErrBadVersion, arg, t.Display)
+	case 1:
+		return found[0], nil
+	}
+	return versionstore.Version{}, fmt.Errorf("version %s is ambiguous in the history of %s: %d versions start with it", arg, t.Display, len(found))
+}
+
+func containsVersion(vs []versionstore.Version, v versionstore.Version) bool {
+	for _, x := range vs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,240 @@
+package unixsocket
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/dshfs/dshfs/toolapi"
+	"github.com/dshfs/dshfs/versionstore"
+)
+
+// The version routes: show, diff and restore a file's versions;
+// checkpoints, rewind and collection of the whole workspace. Rewind and gc
+// can take long, so they answer with a stream of JSON lines (NDJSON): any
+// number of {"progress":{"done","total"}}, then one {"result":…} or
+// {"error":…}.
+
+// Wire types of the version routes.
+type (
+	Checkpoint    = versionstore.Checkpoint
+	RewindResult  = versionstore.RewindResult
+	RewindAction  = versionstore.RewindAction
+	GCResult      = versionstore.GCResult
+	RestoreResult = versionstore.RestoreResult
+)
+
+// RestoreRequest is the body of POST /v1/restore.
+type RestoreRequest struct {
+	Path    string `json:"path"`
+	Cwd     string `json:"cwd,omitempty"`
+	Version string `json:"version"`
+	Actor   string `json:"actor,omitempty"`
+}
+
+// Restored is the answer of POST /v1/restore.
+type Restored struct {
+	Path string               `json:"path"`
+	From versionstore.Version `json:"from"` // zero: there was no file
+	To   versionstore.Version `json:"to"`
+}
+
+// CheckpointRequest is the body of POST /v1/checkpoints.
+type CheckpointRequest struct {
+	Name string `json:"name,omitempty"`
+}
+
+// RewindRequest is the body of POST /v1/rewind.
+type RewindRequest struct {
+	Checkpoint string `json:"checkpoint"`
+	DryRun     bool   `json:"dry_run,omitempty"`
+	Actor      string `json:"actor,omitempty"`
+}
+
+// Progress is how far a long operation has got.
+type Progress struct {
+	Done  int `json:"done"`
+	Total int `json:"total"`
+}
+
+// streamLine is one line of a streamed answer.
+type streamLine struct {
+	Progress *Progress `json:"progress,omitempty"`
+	Result   any       `json:"result,omitempty"`
+	Error    string    `json:"error,omitempty"`
+}
+
+// errorStatus maps an error of a version operation to an HTTP status.
+func errorStatus(err error) int {
+	switch {
+	case errors.Is(err, versionstore.ErrNoCheckpoint), errors.Is(err, versionstore.ErrNotKept),
+		errors.Is(err, toolapi.ErrBadVersion), versionstore.CodeOf(err) == versionstore.CodeNotFound:
+		return http.StatusNotFound
+	case versionstore.CodeOf(err) == versionstore.CodeStaleVersion:
+		return http.StatusConflict
+	case errors.Is(err, versionstore.ErrCorrupt):
+		return http.StatusInternalServerError
+	}
+	return http.StatusBadRequest
+}
+
+func (s *Server) show(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("path") == "" || q.Get("version") == "" {
+		writeError(w, http.StatusBadRequest, "show needs ?path= and &version=")
+		return
+	}
+	data, fv, err := s.cfg.Tools.Show(q.Get("cwd"), q.Get("path"), q.Get("version"))
+	if err != nil {
+		writeError(w, errorStatus(err), err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.Header().Set("Dshfs-Version", fv.Version.String())
+	w.Write(data)
+}
+
+func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("path") == "" {
+		writeError(w, http.StatusBadRequest, "diff needs ?path=")
+		return
+	}
+	d, err := s.cfg.Tools.Diff(q.Get("cwd"), q.Get("path"), q.Get("from"), q.Get("to"))
+	if err != nil {
+		writeError(w, errorStatus(err), err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte(d))
+}
+
+func (s *Server) restore(w http.ResponseWriter, r *http.Request) {
+	var req RestoreRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if req.Path == "" || req.Version == "" {
+		writeError(w, http.StatusBadRequest, "restore needs path and version")
+		return
+	}
+	res, fv, err := s.cfg.Tools.Restore(r.Context(), req.Cwd, req.Path, req.Version, req.Actor)
+	if err != nil {
+		writeError(w, errorStatus(err), err.Error())
+		return
+	}
+	s.count("restore")
+	writeJSON(w, http.StatusOK, Restored{Path: fv.Path, From: res.From, To: fv.Version})
+}
+
+func (s *Server) checkpoints(w http.ResponseWriter, r *http.Request) {
+	cps, err := s.cfg.Store.Checkpoints()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if cps == nil {
+		cps = []Checkpoint{}
+	}
+	writeJSON(w, http.StatusOK, cps)
+}
+
+func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
+	var req CheckpointRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	cp, err := s.cfg.Store.Checkpoint(req.Name)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	s.count("checkpoint")
+	writeJSON(w, http.StatusOK, cp)
+}
+
+func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {
+	var req RewindRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if req.Checkpoint == "" {
+		writeError(w, http.StatusBadRequest, "rewind needs a checkpoint")
+		return
+	}
+	if cps, err := s.cfg.Store.Checkpoints(); err != nil || !hasCheckpoint(cps, req.Checkpoint) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("checkpoint %q: %v", req.Checkpoint, versionstore.ErrNoCheckpoint))
+		return
+	}
+	s.stream(w, "rewind", func(progress func(done, total int)) (any, error) {
+		return s.cfg.Store.Rewind(r.Context(), req.Checkpoint, req.DryRun,
+			versionstore.Writer{Kind: versionstore.WriterRestore, Actor: req.Actor}, progress)
+	})
+}
+
+func (s *Server) gc(w http.ResponseWriter, r *http.Request) {
+	s.stream(w, "gc", func(progress func(done, total int)) (any, error) {
+		return s.cfg.Store.GC(progress)
+	})
+}
+
+func hasCheckpoint(cps []Checkpoint, name string) bool {
+	for _, cp := range cps {
+		if cp.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// stream runs op, answering with its progress (at most ten lines a second)
+// and then its result or error, one JSON value per line.
+func (s *Server) stream(w http.ResponseWriter, op string, run func(progress func(done, total int)) (any, error)) {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	enc := json.NewEncoder(w)
+	var mu sync.Mutex
+	var last time.Time
+	progress := func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if done < total && time.Since(last) < 100*time.Millisecond {
+			return
+		}
+		last = time.Now()
+		enc.Encode(streamLine{Progress: &Progress{done, total}})
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	res, err := run(progress)
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil {
+		enc.Encode(streamLine{Error: err.Error()})
+		return
+	}
+	s.count(op)
+	enc.Encode(streamLine{Result: res})
+}
+
+// decode reads a JSON body into v, answering 400 or 413 itself.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)).Decode(v)
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody))
+	default:
+		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
+	}
+	return false
+}
