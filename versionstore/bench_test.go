@@ -3,8 +3,10 @@ package versionstore
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,4 +177,49 @@ func BenchmarkEditVsBaseline(b *testing.B) {
 	b.ReportMetric(float64(tBase.Microseconds())/float64(i), "baseline-µs/op")
 	b.ReportMetric(float64(tEdit.Microseconds())/float64(i), "edit-µs/op")
 	b.ReportMetric(float64(tEdit)/float64(tBase), "edit/baseline")
+}
+
+// BenchmarkCheckpointRewind times a checkpoint of a workspace of 1,000
+// indexed files and a rewind after every one of them changed through the
+// mount's commit path (bytes kept before and after each change): the
+// rewind restores 1,000 files.
+func BenchmarkCheckpointRewind(b *testing.B) {
+	const n = 1000
+	for b.Loop() {
+		dir, state := b.TempDir(), b.TempDir()
+		s, err := Open(dir, filepath.Join(state, "index.db"), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := Writer{Kind: WriterMount, Pid: 1}
+		change := func(i int, content string) {
+			key := fmt.Sprintf("d%02d/f%04d.txt", i%50, i)
+			unlock := s.locks.Lock(key)
+			s.Preserve(key)
+			os.MkdirAll(filepath.Join(dir, filepath.Dir(key)), 0o755)
+			if err := os.WriteFile(filepath.Join(dir, key), []byte(content), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			s.Refresh(key, w)
+			unlock()
+		}
+		for i := range n {
+			change(i, benchText(2048)+strconv.Itoa(i)+"\n")
+		}
+		t0 := time.Now()
+		if _, err := s.Checkpoint("bench"); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(time.Since(t0).Microseconds()), "checkpoint-µs")
+		for i := range n {
+			change(i, "changed "+strconv.Itoa(i)+"\n")
+		}
+		t0 = time.Now()
+		res, err := s.Rewind(context.Background(), "bench", false, Writer{Kind: WriterRestore}, nil)
+		if err != nil || res.Conflicts != 0 || len(res.Actions) != n {
+			b.Fatalf("rewind: %d actions, %d conflicts, %v", len(res.Actions), res.Conflicts, err)
+		}
+		b.ReportMetric(float64(time.Since(t0).Milliseconds()), "rewind-1000-ms")
+		s.Close()
+	}
 }
