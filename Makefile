@@ -29,6 +29,7 @@ lint: tools
 fuzz:
 	$(GO) test ./versionstore -run '^$$' -fuzz '^FuzzApplyLiteralEdit$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./toolapi -run '^$$' -fuzz '^FuzzWindow$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzDecodeToolResult$$' -fuzztime $(FUZZTIME)
 
 # Benchmarks: compare against baselines measured in the same run (see BENCHMARKS.md).
 bench:

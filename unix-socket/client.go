@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 type Client struct {
 	Socket string
 	hc     *http.Client
+	calls  *connPool // tool calls: see conn.go
 }
 
 // NewClient returns a client for the daemon listening at socket.
@@ -26,7 +28,13 @@ func NewClient(socket string) *Client {
 		},
 		MaxIdleConnsPerHost: 16,
 	}
-	return &Client{Socket: socket, hc: &http.Client{Transport: tr}}
+	return &Client{Socket: socket, hc: &http.Client{Transport: tr}, calls: &connPool{socket: socket}}
+}
+
+// CloseIdle closes the client's idle connections.
+func (c *Client) CloseIdle() {
+	c.hc.CloseIdleConnections()
+	c.calls.close()
 }
 
 // Tools lists the model-facing tools.
@@ -38,7 +46,16 @@ func (c *Client) Tools(ctx context.Context) ([]ToolDef, error) {
 // Call runs a tool. A tool failure is a result with IsError, not an error.
 func (c *Client) Call(ctx context.Context, name string, req ToolRequest) (ToolResult, error) {
 	var out ToolResult
-	return out, c.do(ctx, http.MethodPost, "/v1/tools/"+url.PathEscape(name), req, &out)
+	b, err := json.Marshal(req)
+	if err != nil {
+		return out, err
+	}
+	err = c.calls.post(ctx, "/v1/tools/"+url.PathEscape(name), b, func(b []byte) error { return decodeToolResult(b, &out) })
+	var apiErr *APIError
+	if err != nil && !errors.As(err, &apiErr) {
+		err = fmt.Errorf("reach the dshfs daemon at %s: %w", c.Socket, err)
+	}
+	return out, err
 }
 
 // Status reports the daemon's state.

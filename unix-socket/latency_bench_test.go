@@ -15,7 +15,8 @@ import (
 
 // BenchmarkSocketLatency measures p50 and p99 of 10,000 calls — a read of a
 // 4 KiB file, and a 4 KiB edit — through the socket with the typed client
-// and in-process, in the same run, and reports the socket's overhead.
+// and in-process, alternating, in the same run, and reports the socket's
+// overhead.
 // Run: go test ./unix-socket -run '^$' -bench SocketLatency -benchtime 1x
 func BenchmarkSocketLatency(b *testing.B) {
 	for b.Loop() {
@@ -32,33 +33,29 @@ func BenchmarkSocketLatency(b *testing.B) {
 		}
 		const n = 10000
 		ctx := context.Background()
-		viaSocket := func(tool string, args func(int) json.RawMessage) []time.Duration {
-			lat := make([]time.Duration, n)
+		// Socket and in-process calls alternate, so drift in the disk's
+		// latency (an edit fsyncs) falls on both alike.
+		measure := func(tool string, args func(int) json.RawMessage) (sock, local []time.Duration) {
+			sock, local = make([]time.Duration, n), make([]time.Duration, n)
 			for i := range n {
 				t0 := time.Now()
-				r, err := d.client.Call(ctx, tool, ToolRequest{Actor: "bench", Arguments: args(i)})
-				lat[i] = time.Since(t0)
+				r, err := d.client.Call(ctx, tool, ToolRequest{Actor: "bench", Arguments: args(2 * i)})
+				sock[i] = time.Since(t0)
 				if err != nil || r.IsError {
 					b.Fatalf("%s: %v %s", tool, err, r.Text)
 				}
-			}
-			return lat
-		}
-		inProcess := func(tool string, args func(int) json.RawMessage) []time.Duration {
-			lat := make([]time.Duration, n)
-			for i := range n {
-				t0 := time.Now()
-				r, err := d.svc.Call(ctx, tool, toolapi.Request{Actor: "bench", Arguments: args(i)})
-				lat[i] = time.Since(t0)
-				if err != nil || r.IsError {
-					b.Fatalf("%s: %v %s", tool, err, r.Text)
+				t0 = time.Now()
+				lr, err := d.svc.Call(ctx, tool, toolapi.Request{Actor: "bench", Arguments: args(2*i + 1)})
+				local[i] = time.Since(t0)
+				if err != nil || lr.IsError {
+					b.Fatalf("%s: %v %s", tool, err, lr.Text)
 				}
 			}
-			return lat
+			return sock, local
 		}
 		readArgs := func(int) json.RawMessage { return read }
 		editArgs := func(i int) json.RawMessage { return edits[i%2] }
-		inProcess("read", readArgs) // observe, and warm the caches
+		measure("read", readArgs) // observe, and warm the caches
 		report := func(name string, sock, local []time.Duration) {
 			p := func(l []time.Duration, q float64) float64 {
 				s := slices.Clone(l)
@@ -71,7 +68,9 @@ func BenchmarkSocketLatency(b *testing.B) {
 			b.ReportMetric(p(local, 0.99), name+"-inproc-p99-µs")
 			b.ReportMetric(p(sock, 0.5)-p(local, 0.5), name+"-overhead-p50-µs")
 		}
-		report("read", viaSocket("read", readArgs), inProcess("read", readArgs))
-		report("edit", viaSocket("edit", editArgs), inProcess("edit", editArgs))
+		sock, local := measure("read", readArgs)
+		report("read", sock, local)
+		sock, local = measure("edit", editArgs)
+		report("edit", sock, local)
 	}
 }
