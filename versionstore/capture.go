@@ -29,7 +29,7 @@ func (s *Store) Preserve(key string) {
 // preserveLocked is Preserve; queued makes the record join the mount's
 // pending batch instead of committing at once.
 func (s *Store) preserveLocked(key string, queued bool) {
-	if s.objects == nil {
+	if !s.objects.capturing() {
 		return
 	}
 	s.mount.mu.Lock()
@@ -81,7 +81,7 @@ func (s *Store) readForCapture(t Target, at time.Time, w Writer) (change, error)
 	}
 	defer f.Close()
 	c := change{fp: fingerprintOf(fi), size: fi.Size(), writer: w, at: at}
-	if s.objects == nil || fi.Size() > s.objects.maxKeep {
+	if !s.objects.keeps(fi.Size()) {
 		v, _, err := HashReader(f)
 		if err != nil {
 			return change{}, osError("read", t.Display, err)
@@ -100,7 +100,7 @@ func (s *Store) readForCapture(t Target, at time.Time, w Writer) (change, error)
 			return change{}, osError("read", t.Display, err)
 		}
 		if len(data) == cap(data) {
-			if int64(len(data)) > s.objects.maxKeep {
+			if !s.objects.keeps(int64(len(data))) {
 				// Grew past the limit while being read: version it, keep nothing.
 				v, n, err := HashReader(io.MultiReader(bytes.NewReader(data), f))
 				if err != nil {

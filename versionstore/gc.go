@@ -80,6 +80,8 @@ func (s *Store) GC(progress func(done, total int)) (GCResult, error) {
 	defer s.retain.mu.Unlock()
 	s.flushPending()
 	res := GCResult{BudgetBytes: s.retain.budget}
+	s.objects.files.Lock()
+	defer s.objects.files.Unlock()
 	var files []Version
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		pinned, err := pinnedVersions(tx)
@@ -143,7 +145,7 @@ func (s *Store) GC(progress func(done, total int)) (GCResult, error) {
 		return GCResult{}, err
 	}
 	for _, v := range files {
-		os.Remove(s.objects.path(v))
+		os.Remove(s.objects.path(v)) // still under the files lock
 	}
 	s.retain.stored.Store(res.StoredBytes)
 	return res, nil

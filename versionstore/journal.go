@@ -82,20 +82,20 @@ func firstChangesAfter(tx *bolt.Tx, seq uint64) (map[string]JournalEntry, error)
 func (s *Store) commit(keys []string, cs []change) error {
 	var objs []packed
 	now := time.Now()
-	if s.objects != nil {
-		for i := range cs {
-			if cs[i].data == nil {
-				continue
-			}
-			p := s.objects.pack(cs[i].version, cs[i].data, now)
-			if p.file != nil {
-				if err := s.objects.writeFile(p); err != nil {
-					return fmt.Errorf("keep the bytes of %s: %w", keys[i], err)
-				}
-			}
-			objs = append(objs, p)
-			cs[i].data = nil
+	s.objects.files.RLock()
+	defer s.objects.files.RUnlock()
+	for i := range cs {
+		if cs[i].data == nil {
+			continue
 		}
+		p := s.objects.pack(cs[i].version, cs[i].data, now)
+		if p.file != nil {
+			if err := s.objects.writeFile(p); err != nil {
+				return fmt.Errorf("keep the bytes of %s: %w", keys[i], err)
+			}
+		}
+		objs = append(objs, p)
+		cs[i].data = nil
 	}
 	var added int64
 	err := s.db.Update(func(tx *bolt.Tx) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -56,9 +57,16 @@ var ErrNotKept = errors.New("bytes not kept")
 // are safe for concurrent use through EncodeAll and DecodeAll.
 type objectStore struct {
 	dir     string // objects/ beside the index
-	maxKeep int64
+	maxKeep int64  // negative: capture is off (stored objects stay readable)
 	enc     *zstd.Encoder
 	dec     *zstd.Decoder
+
+	// files orders object files against collection: a commit holds it
+	// shared from writing its files to committing the entries naming them,
+	// collection exclusively from its transaction to removing the files it
+	// dropped. Otherwise a commit could find a file about to be removed,
+	// skip writing it, and name it.
+	files sync.RWMutex
 }
 
 func newObjectStore(dir string, maxKeep int64) (*objectStore, error) {
@@ -72,6 +80,12 @@ func newObjectStore(dir string, maxKeep int64) (*objectStore, error) {
 	}
 	return &objectStore{dir: dir, maxKeep: maxKeep, enc: enc, dec: dec}, nil
 }
+
+// capturing reports whether bytes are kept at all.
+func (o *objectStore) capturing() bool { return o.maxKeep >= 0 }
+
+// keeps reports whether the bytes of a file of size n are kept.
+func (o *objectStore) keeps(n int64) bool { return n <= o.maxKeep }
 
 // packed is an object ready to be put: its bucket value, and for a large
 // one the compressed data for its file.
@@ -176,7 +190,7 @@ func (o *objectStore) load(tx *bolt.Tx, v Version) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("%s: %w (unknown format %q)", v, ErrCorrupt, value[0])
 	}
-	if size > uint64(o.maxKeep)*2+inlineLimit {
+	if size > uint64(max(o.maxKeep, DefaultCaptureMaxBytes))*4 {
 		return nil, fmt.Errorf("%s: %w (size %d)", v, ErrCorrupt, size)
 	}
 	data, err := o.dec.DecodeAll(z, make([]byte, 0, size))

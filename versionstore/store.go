@@ -76,7 +76,7 @@ type Store struct {
 	onPublish func(key string)
 	mount     mountState
 
-	objects *objectStore // nil: no bytes are kept
+	objects *objectStore
 	retain  retention
 
 	// beforePublish, when set by tests, runs between the check and the
@@ -140,16 +140,14 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		root.Close()
 		return nil, err
 	}
-	if opts.CaptureMaxBytes >= 0 {
-		maxKeep := opts.CaptureMaxBytes
-		if maxKeep == 0 {
-			maxKeep = DefaultCaptureMaxBytes
-		}
-		if s.objects, err = newObjectStore(filepath.Join(filepath.Dir(absIndex), "objects"), maxKeep); err != nil {
-			s.db.Close()
-			root.Close()
-			return nil, err
-		}
+	maxKeep := opts.CaptureMaxBytes
+	if maxKeep == 0 {
+		maxKeep = DefaultCaptureMaxBytes
+	}
+	if s.objects, err = newObjectStore(filepath.Join(filepath.Dir(absIndex), "objects"), maxKeep); err != nil {
+		s.db.Close()
+		root.Close()
+		return nil, err
 	}
 	s.retain = newRetention(opts.RetainBytes, opts.RetainAge)
 	s.db.View(func(tx *bolt.Tx) error {

@@ -78,7 +78,7 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 	case len(content) < s.diffBasisMax:
 		keep = int64(s.diffBasisMax)
 	}
-	if keep != statOnly && s.objects != nil {
+	if keep != statOnly && s.objects.capturing() {
 		keep = max(keep, s.objects.maxKeep+1) // the bytes replaced are kept
 	}
 	cur, err := s.snapshotLocked(t, "write", keep)
@@ -233,7 +233,7 @@ func (s *Store) commitPublished(t Target, prior snapshot, fi fs.FileInfo, at tim
 		fp = fingerprintOf(fi)
 	}
 	var keep []byte
-	if s.objects != nil && int64(len(data)) <= s.objects.maxKeep {
+	if s.objects.keeps(int64(len(data))) {
 		keep = data
 	}
 	keys, cs := []string{}, []change{}
@@ -260,7 +260,7 @@ func (s *Store) snapshotRecord(key string, snap snapshot) (change, bool) {
 		return change{}, false
 	}
 	c := change{version: snap.version, fp: snap.fp, size: sizeOf(snap.fi), writer: External, at: snap.at}
-	if s.objects != nil && snap.data != nil && int64(len(snap.data)) <= s.objects.maxKeep {
+	if snap.data != nil && s.objects.keeps(int64(len(snap.data))) {
 		c.data = snap.data
 	}
 	return c, true
