@@ -100,7 +100,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		NullPermissions: true,
 	}
 	fopts.MountOptions = fuse.MountOptions{
-		FsName:        "dshfs",
+		FsName:        store.Root(), // the source column of the mount table: status finds it there
 		Name:          "dshfs",
 		AllowOther:    opts.AllowOther,
 		Options:       []string{"default_permissions"},

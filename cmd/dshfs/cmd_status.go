@@ -17,7 +17,7 @@ func statusCommand() *cli.Command {
 	var asJSON bool
 	return &cli.Command{
 		Name:      "status",
-		Usage:     "show the running mounts (all of them, or the one at MOUNTPOINT)",
+		Usage:     "show the running mounts (every dshfs on the machine, or the one at MOUNTPOINT)",
 		ArgsUsage: "[MOUNTPOINT]",
 		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &asJSON}},
 		Action: func(c *cli.Context) error {
@@ -27,6 +27,20 @@ func statusCommand() *cli.Command {
 			return runStatus(c.Context, c.Args().First(), asJSON)
 		},
 	}
+}
+
+// systemMount is a dshfs mount in the kernel's mount table.
+type systemMount struct {
+	MountPoint, Backing string
+	UID                 int
+}
+
+// statusEntry is one line of status: a mount's own report when its daemon
+// answers this user, what the mount table says otherwise.
+type statusEntry struct {
+	unixsocket.Status
+	UID  int    `json:"uid"`
+	Note string `json:"note,omitempty"`
 }
 
 func runStatus(ctx context.Context, mountpoint string, asJSON bool) error {
@@ -39,21 +53,39 @@ func runStatus(ctx context.Context, mountpoint string, asJSON bool) error {
 		}
 		recs = []mountRecord{rec}
 	}
-	var all []unixsocket.Status
+	var all []statusEntry
+	mine := map[string]bool{}
 	for _, r := range recs {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		st, err := unixsocket.NewClient(r.Socket).Status(ctx)
 		cancel()
+		e := statusEntry{Status: st, UID: os.Getuid()}
 		if err != nil {
-			st = unixsocket.Status{MountPoint: r.MountPoint, Backing: r.Backing, Socket: r.Socket, StateDir: r.StateDir}
+			e.Status = unixsocket.Status{MountPoint: r.MountPoint, Backing: r.Backing, Socket: r.Socket, StateDir: r.StateDir}
+			e.Note = "daemon not answering"
 		}
-		all = append(all, st)
+		mine[r.MountPoint] = true
+		all = append(all, e)
+	}
+	if mountpoint == "" {
+		// Mounts of other users (or of this user under another state
+		// directory): the kernel's table says where, not what is inside.
+		for _, m := range systemMounts() {
+			if mine[m.MountPoint] {
+				continue
+			}
+			note := "run by another user"
+			if m.UID == os.Getuid() {
+				note = "registered under another state directory"
+			}
+			all = append(all, statusEntry{Status: unixsocket.Status{MountPoint: m.MountPoint, Backing: m.Backing}, UID: m.UID, Note: note})
+		}
 	}
 	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		if all == nil {
-			all = []unixsocket.Status{}
+			all = []statusEntry{}
 		}
 		return enc.Encode(all)
 	}
@@ -62,10 +94,14 @@ func runStatus(ctx context.Context, mountpoint string, asJSON bool) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MOUNT\tBACKING\tFILES\tDIRTY\tACTORS\tUPTIME")
-	for _, st := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", st.MountPoint, st.Backing, st.FilesIndexed, st.DirtyFiles,
-			len(st.Actors), (time.Duration(st.UptimeSeconds) * time.Second).String())
+	fmt.Fprintln(tw, "MOUNT\tBACKING\tFILES\tDIRTY\tACTORS\tUPTIME\tUID\t")
+	for _, e := range all {
+		if e.Note != "" {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t%d\t(%s)\n", e.MountPoint, e.Backing, e.UID, e.Note)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t\n", e.MountPoint, e.Backing, e.FilesIndexed, e.DirtyFiles,
+			len(e.Actors), (time.Duration(e.UptimeSeconds) * time.Second).String(), e.UID)
 	}
 	return tw.Flush()
 }

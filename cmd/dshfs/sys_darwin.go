@@ -12,3 +12,7 @@ func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TIOCGETA)
 	return err == nil
 }
+
+// systemMounts: macOS has no mount table a process can read cheaply with
+// the owner's uid; status lists the invoking user's mounts only.
+func systemMounts() []systemMount { return nil }
