@@ -5,6 +5,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/dshfs/dshfs/versionstore"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -47,10 +48,13 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	defer unlock()
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
 	n.noteSelfChild(name)
-	n.fsys.store.Preserve(key) // a file opened without O_EXCL may be replaced
+	absent := n.fsys.store.Preserve(key) // a file opened without O_EXCL may be truncated
 	ffd, err := unix.Openat(fd, name, int(flags)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
+	}
+	if absent {
+		n.fsys.store.Created(key)
 	}
 	chownToCaller(ctx, fd, name)
 	var st unix.Stat_t
@@ -96,12 +100,15 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 	unlock := n.fsys.store.Locks().Lock(key)
 	defer unlock()
 	n.noteSelfChild(name)
-	n.fsys.store.Preserve(key)
+	absent := n.fsys.store.Preserve(key)
 	if err := mknodat(fd, name, mode, int(rdev)); err != nil {
 		return nil, toErrno(err)
 	}
 	chownToCaller(ctx, fd, name)
 	if mode&syscall.S_IFMT == syscall.S_IFREG {
+		if absent {
+			n.fsys.store.Created(key)
+		}
 		n.fsys.refresh(nil, key, writer(ctx))
 	}
 	return n.entry(ctx, fd, name, out)
@@ -148,9 +155,12 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	defer unlock()
 	n.noteSelfChild(name)
 	src.noteSelf() // its link count changes
-	n.fsys.store.Preserve(key)
+	absent := n.fsys.store.Preserve(key)
 	if err := unix.Linkat(sfd, sname, fd, name, 0); err != nil {
 		return nil, toErrno(err)
+	}
+	if absent {
+		n.fsys.store.Created(key)
 	}
 	n.fsys.refresh(nil, key, writer(ctx))
 	return n.entry(ctx, fd, name, out)
@@ -219,39 +229,86 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	defer ndone()
 	unlock := n.fsys.store.Locks().Lock2(oldKey, newKey)
 	defer unlock()
-	var st unix.Stat_t
+	var st, nst unix.Stat_t
 	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return toErrno(err)
 	}
+	targetExists := unix.Fstatat(nfd, newName, &nst, unix.AT_SYMLINK_NOFOLLOW) == nil
+	mv := move{
+		oldKey: oldKey, newKey: newKey,
+		dir:       st.Mode&syscall.S_IFMT == syscall.S_IFDIR,
+		targetDir: targetExists && nst.Mode&syscall.S_IFMT == syscall.S_IFDIR,
+		exchange:  flags&renameExchange != 0,
+		moving:    childNode(n, name),
+		displaced: childNode(np, newName),
+	}
 	n.noteSelfChild(name)
 	np.noteSelfChild(newName)
-	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
-		// Both paths' bytes stay restorable: the one moved away and the
-		// one replaced.
+	// Both paths' bytes stay restorable: the file moved away and the one
+	// replaced.
+	if !mv.dir {
 		n.fsys.store.Preserve(oldKey)
-		n.fsys.store.Preserve(newKey)
+	}
+	created := false
+	if !mv.targetDir {
+		created = n.fsys.store.Preserve(newKey) && st.Mode&syscall.S_IFMT == syscall.S_IFREG
 	}
 	if err := renameat2(fd, name, nfd, newName, flags); err != nil {
 		return toErrno(err)
 	}
-	n.fsys.renamed(ctx, oldKey, newKey, st.Mode&syscall.S_IFMT == syscall.S_IFDIR, flags)
+	if created {
+		n.fsys.store.Created(newKey)
+	}
+	n.fsys.renamed(ctx, mv)
 	return 0
 }
 
-// renamed updates the index after a rename. Callers hold both keys' locks.
-func (f *FS) renamed(ctx context.Context, oldKey, newKey string, dir bool, flags uint32) {
-	w := writer(ctx)
-	exchange := flags&renameExchange != 0
-	switch {
-	case dir && exchange:
-		f.logErr("move index", oldKey, f.store.ExchangeTree(oldKey, newKey, w))
-	case dir:
-		f.logErr("move index", oldKey, f.store.MoveTree(oldKey, newKey, w))
-		f.watch.moved(oldKey, newKey)
-	default:
-		f.refresh(nil, oldKey, w) // gone, or the exchanged file
-		f.refresh(nil, newKey, w)
+// move is a rename, as the index must follow it.
+type move struct {
+	oldKey, newKey    string
+	dir, targetDir    bool // what was at each path before
+	exchange          bool
+	moving, displaced *node // the nodes at the old and new path before, if known
+}
+
+func childNode(parent *node, name string) *node {
+	if c := parent.EmbeddedInode().GetChild(name); c != nil {
+		n, _ := c.Operations().(*node)
+		return n
 	}
+	return nil
+}
+
+// renamed updates the index after a rename. Callers hold both keys' locks.
+func (f *FS) renamed(ctx context.Context, mv move) {
+	w := writer(ctx)
+	switch {
+	case mv.exchange && (mv.dir || mv.targetDir):
+		f.logErr("move index", mv.oldKey, f.store.ExchangeTree(mv.oldKey, mv.newKey, w))
+	case mv.dir:
+		f.logErr("move index", mv.oldKey, f.store.MoveTree(mv.oldKey, mv.newKey, w))
+		f.watch.moved(mv.oldKey, mv.newKey)
+	default:
+		// Each path records what it holds now, unless a process is still
+		// writing that file: then it stays dirty, and the writer's commit
+		// records it.
+		f.settle(mv.newKey, mv.moving, w)
+		if mv.exchange {
+			f.settle(mv.oldKey, mv.displaced, w)
+		} else {
+			f.settle(mv.oldKey, nil, w) // gone
+		}
+	}
+}
+
+// settle records the version of key, which now holds n's file (nil: no
+// file), or marks it dirty while n has writers. Callers hold key's lock.
+func (f *FS) settle(key string, n *node, w versionstore.Writer) {
+	if n != nil && f.dirty.has(n) {
+		f.logErr("mark dirty", key, f.store.MarkDirty(key))
+		return
+	}
+	f.refresh(nil, key, w)
 }
 
 var _ = (fs.NodeSetattrer)((*node)(nil))

@@ -20,6 +20,10 @@ import (
 // version of the file.
 var ErrBadVersion = errors.New("no such version")
 
+// ErrTooFewVersions is wrapped by errors for a diff of a file with fewer
+// than two versions.
+var ErrTooFewVersions = errors.New("nothing to compare")
+
 // FileVersion is one version of a file, found by a version argument.
 type FileVersion struct {
 	Path    string               `json:"path"`
@@ -64,7 +68,7 @@ func (s *Service) Diff(cwd, path, from, to string) (string, error) {
 		return "", fmt.Errorf("diff: a second version needs a first")
 	case from == "":
 		if len(h) < 2 {
-			return "", fmt.Errorf("%s has %d version(s): nothing to compare", t.Display, len(h))
+			return "", fmt.Errorf("%s has %d version(s): %w", t.Display, len(h), ErrTooFewVersions)
 		}
 		a, b = h[1].Version, h[0].Version
 	default:
@@ -73,7 +77,7 @@ func (s *Service) Diff(cwd, path, from, to string) (string, error) {
 		}
 		if to == "" {
 			if len(h) == 0 {
-				return "", fmt.Errorf("%s has no versions", t.Display)
+				return "", fmt.Errorf("%s has no versions: %w", t.Display, ErrTooFewVersions)
 			}
 			b = h[0].Version
 		} else if b, err = pickVersion(t, h, to); err != nil {

@@ -4,13 +4,17 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Tool calls are the hot path: a harness makes thousands. net/http's
@@ -40,23 +44,51 @@ type connPool struct {
 }
 
 func (p *connPool) get(ctx context.Context) (*callConn, error) {
-	p.mu.Lock()
-	for len(p.idle) > 0 {
+	for {
+		p.mu.Lock()
+		if len(p.idle) == 0 {
+			p.mu.Unlock()
+			break
+		}
 		cc := p.idle[len(p.idle)-1]
 		p.idle = p.idle[:len(p.idle)-1]
-		if time.Since(cc.used) < idleLimit {
-			p.mu.Unlock()
+		p.mu.Unlock()
+		if time.Since(cc.used) < idleLimit && cc.alive() {
 			return cc, nil
 		}
 		cc.c.Close()
 	}
-	p.mu.Unlock()
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", p.socket)
 	if err != nil {
 		return nil, err
 	}
 	return &callConn{c: c, r: bufio.NewReaderSize(c, 32<<10), w: bufio.NewWriterSize(c, 32<<10)}, nil
+}
+
+// alive reports whether the daemon still holds its end of an idle
+// connection (one that restarted has closed it): a peek that would block
+// says yes; end of file, data nobody asked for, or an error say no.
+func (cc *callConn) alive() bool {
+	if cc.r.Buffered() > 0 {
+		return false
+	}
+	sc, ok := cc.c.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	alive := false
+	var buf [1]byte
+	rc.Read(func(fd uintptr) bool {
+		_, _, err := unix.Recvfrom(int(fd), buf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		alive = errors.Is(err, unix.EAGAIN)
+		return true // never wait
+	})
+	return alive
 }
 
 func (p *connPool) put(cc *callConn) {
@@ -84,7 +116,6 @@ func (p *connPool) post(ctx context.Context, path string, body []byte, decode fu
 		cc.c.SetDeadline(time.Time{})
 	}
 	stop := context.AfterFunc(ctx, func() { cc.c.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
 	w := cc.w
 	w.WriteString("POST ")
 	w.WriteString(path)
@@ -92,28 +123,32 @@ func (p *connPool) post(ctx context.Context, path string, body []byte, decode fu
 	w.WriteString(strconv.Itoa(len(body)))
 	w.WriteString("\r\n\r\n")
 	w.Write(body)
-	if err := w.Flush(); err != nil {
-		cc.c.Close()
-		return err
-	}
-	resp, err := http.ReadResponse(cc.r, nil)
-	if err != nil {
+	fail := func(err error) error {
+		stop()
 		cc.c.Close()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return err
 	}
+	if err := w.Flush(); err != nil {
+		return fail(err)
+	}
+	resp, err := http.ReadResponse(cc.r, nil)
+	if err != nil {
+		return fail(err)
+	}
 	b, err := readBody(resp)
 	resp.Body.Close()
 	if err != nil {
-		cc.c.Close()
-		return err
+		return fail(err)
 	}
-	if resp.Close {
-		cc.c.Close()
-	} else {
+	// Only a connection whose cancel hook can no longer fire goes back to
+	// the pool: a late hook would break the next call made on it.
+	if stop() && !resp.Close {
 		p.put(cc)
+	} else {
+		cc.c.Close()
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e ErrorBody

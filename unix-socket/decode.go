@@ -2,6 +2,7 @@ package unixsocket
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -35,10 +36,17 @@ func fastToolResult(b []byte, r *ToolResult) bool {
 		p.i++
 		return p.end()
 	}
+	var seen [4]bool // text, is_error, error, value: a repeat takes the slow path
 	for {
 		key, ok := p.plainString()
 		if !ok || !p.byte(':') {
 			return false
+		}
+		if i := slices.Index([]string{"text", "is_error", "error", "value"}, key); i >= 0 {
+			if seen[i] {
+				return false
+			}
+			seen[i] = true
 		}
 		for _, k := range [...]string{"text", "is_error", "error", "value"} {
 			if key != k && strings.EqualFold(key, k) {

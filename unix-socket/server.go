@@ -40,9 +40,10 @@ type Config struct {
 
 // Server serves the API.
 type Server struct {
-	cfg   Config
-	start time.Time
-	mux   *http.ServeMux
+	cfg          Config
+	start        time.Time
+	mux          *http.ServeMux
+	writeTimeout time.Duration // bounds writing an answer (streamed ones clear it)
 
 	mu  sync.Mutex
 	ops map[string]*atomic.Int64
@@ -59,7 +60,8 @@ func NewServer(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, start: time.Now(), mux: http.NewServeMux(), ops: map[string]*atomic.Int64{}}
+	s := &Server{cfg: cfg, start: time.Now(), mux: http.NewServeMux(), ops: map[string]*atomic.Int64{},
+		writeTimeout: cfg.CallTimeout + time.Minute}
 	// The route table, sorted.
 	s.mux.HandleFunc("GET /v1/checkpoints", s.needStore(s.checkpoints))
 	s.mux.HandleFunc("POST /v1/checkpoints", s.needStore(s.checkpoint))
@@ -97,7 +99,7 @@ func (s *Server) Serve(l net.Listener) error {
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
-		WriteTimeout:      s.cfg.CallTimeout + time.Minute,
+		WriteTimeout:      s.writeTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 	}

@@ -1,6 +1,7 @@
 package unixsocket
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,7 +73,8 @@ type streamLine struct {
 func errorStatus(err error) int {
 	switch {
 	case errors.Is(err, versionstore.ErrNoCheckpoint), errors.Is(err, versionstore.ErrNotKept),
-		errors.Is(err, toolapi.ErrBadVersion), versionstore.CodeOf(err) == versionstore.CodeNotFound:
+		errors.Is(err, toolapi.ErrBadVersion), errors.Is(err, toolapi.ErrTooFewVersions),
+		versionstore.CodeOf(err) == versionstore.CodeNotFound:
 		return http.StatusNotFound
 	case versionstore.CodeOf(err) == versionstore.CodeStaleVersion:
 		return http.StatusConflict
@@ -172,7 +174,9 @@ func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.stream(w, "rewind", func(progress func(done, total int)) (any, error) {
-		return s.cfg.Store.Rewind(r.Context(), req.Checkpoint, req.DryRun,
+		// A rewind that has started runs to its end: a client that goes
+		// away must not leave the workspace half rewound.
+		return s.cfg.Store.Rewind(context.WithoutCancel(r.Context()), req.Checkpoint, req.DryRun,
 			versionstore.Writer{Kind: versionstore.WriterRestore, Actor: req.Actor}, progress)
 	})
 }
@@ -195,6 +199,8 @@ func hasCheckpoint(cps []Checkpoint, name string) bool {
 // stream runs op, answering with its progress (at most ten lines a second)
 // and then its result or error, one JSON value per line.
 func (s *Server) stream(w http.ResponseWriter, op string, run func(progress func(done, total int)) (any, error)) {
+	// A long operation answers for as long as it runs: no write deadline.
+	http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)

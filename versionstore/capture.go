@@ -19,35 +19,42 @@ import (
 // Preserve makes sure the current bytes of key are kept before the mount
 // changes it: before a write, truncation, unlink or rename. A file the index
 // does not know, or whose bytes are not kept, is read now (up to the
-// capture limit) and recorded as found; a key with no file is remembered as
-// absent, so the change that follows is journaled as a creation. Callers
-// hold key's lock.
-func (s *Store) Preserve(key string) {
-	s.preserveLocked(key, true)
+// capture limit) and recorded as found. It reports whether key had no file:
+// a caller that then creates one says so with Created. Callers hold key's
+// lock.
+func (s *Store) Preserve(key string) (absent bool) {
+	return s.preserveLocked(key, true)
+}
+
+// Created tells the store that the mount just created a regular file at
+// key, which Preserve found absent: its commit is journaled as a creation,
+// and nothing is kept before its first change. Callers hold key's lock; a
+// Refresh of key must follow.
+func (s *Store) Created(key string) {
+	s.mount.mu.Lock()
+	defer s.mount.mu.Unlock()
+	if s.mount.bornAbsent == nil {
+		s.mount.bornAbsent = make(map[string]bool)
+	}
+	s.mount.bornAbsent[key] = true
 }
 
 // preserveLocked is Preserve; queued makes the record join the mount's
 // pending batch instead of committing at once.
-func (s *Store) preserveLocked(key string, queued bool) {
-	if !s.objects.capturing() {
-		return
-	}
+func (s *Store) preserveLocked(key string, queued bool) (absent bool) {
 	s.mount.mu.Lock()
 	born := s.mount.bornAbsent[key]
 	s.mount.mu.Unlock()
 	if born {
-		return // created by the change in progress: nothing came before
+		return false // created by the change in progress: nothing came before
 	}
 	at := time.Now() // before the stat, for the racy rule
 	fi, err := s.root.Lstat(key)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			s.noteBornAbsent(key)
-		}
-		return
+		return errors.Is(err, fs.ErrNotExist)
 	}
-	if !fi.Mode().IsRegular() {
-		return
+	if !fi.Mode().IsRegular() || !s.objects.capturing() {
+		return false
 	}
 	fp := fingerprintOf(fi)
 	known := false
@@ -58,18 +65,19 @@ func (s *Store) preserveLocked(key string, queued bool) {
 		return nil
 	})
 	if known {
-		return
+		return false
 	}
 	c, err := s.readForCapture(Target{Key: key, Display: key}, at, External)
 	if err != nil {
 		s.logErr("keep the bytes before a change", key, err)
-		return
+		return false
 	}
 	if queued {
 		s.enqueue(key, c, false)
-		return
+		return false
 	}
 	s.logErr("keep the bytes before a change", key, s.commit([]string{key}, []change{c}))
+	return false
 }
 
 // readForCapture reads t for a commit: the version of its bytes and, up to
@@ -116,17 +124,6 @@ func (s *Store) readForCapture(t Target, at time.Time, w Writer) (change, error)
 	c.size = int64(len(data))
 	c.data = data
 	return c, nil
-}
-
-// noteBornAbsent remembers that key had no file just before the mount
-// changed it, so its next commit is journaled as a creation.
-func (s *Store) noteBornAbsent(key string) {
-	s.mount.mu.Lock()
-	defer s.mount.mu.Unlock()
-	if s.mount.bornAbsent == nil {
-		s.mount.bornAbsent = make(map[string]bool)
-	}
-	s.mount.bornAbsent[key] = true
 }
 
 // takeBornAbsent reports and forgets whether key was noted absent.

@@ -23,23 +23,26 @@ const (
 // retention tracks the object store's size and runs collections: on
 // demand, and in the background when a commit takes the store over budget.
 type retention struct {
-	budget int64
-	age    time.Duration
-	stored atomic.Int64 // bytes the objects occupy
+	budget  int64
+	age     time.Duration
+	stored  atomic.Int64 // bytes the objects occupy
+	trigger atomic.Int64 // a background collection starts above this
 
 	mu      sync.Mutex // one collection at a time
 	running atomic.Bool
 	bg      sync.WaitGroup
 }
 
-func newRetention(budget int64, age time.Duration) retention {
+// init sets the budget and age, defaults for zero.
+func (r *retention) init(budget int64, age time.Duration) {
 	if budget <= 0 {
 		budget = DefaultRetainBytes
 	}
 	if age == 0 {
 		age = DefaultRetainAge
 	}
-	return retention{budget: budget, age: age}
+	r.budget, r.age = budget, age
+	r.trigger.Store(budget)
 }
 
 func (r *retention) wait() { r.bg.Wait() }
@@ -47,7 +50,7 @@ func (r *retention) wait() { r.bg.Wait() }
 // objectsAdded counts new objects and starts a background collection when
 // the store is over budget.
 func (s *Store) objectsAdded(n int64) {
-	if s.retain.stored.Add(n) <= s.retain.budget || !s.retain.running.CompareAndSwap(false, true) {
+	if s.retain.stored.Add(n) <= s.retain.trigger.Load() || !s.retain.running.CompareAndSwap(false, true) {
 		return
 	}
 	s.retain.bg.Add(1)
@@ -148,6 +151,9 @@ func (s *Store) GC(progress func(done, total int)) (GCResult, error) {
 		os.Remove(s.objects.path(v)) // still under the files lock
 	}
 	s.retain.stored.Store(res.StoredBytes)
+	// When what must be kept alone is over budget, the next collection
+	// waits for a tenth of the budget more, not for the next commit.
+	s.retain.trigger.Store(max(s.retain.budget, res.StoredBytes+s.retain.budget/10))
 	return res, nil
 }
 

@@ -84,18 +84,33 @@ func (s *Store) commit(keys []string, cs []change) error {
 	now := time.Now()
 	s.objects.files.RLock()
 	defer s.objects.files.RUnlock()
+	var stored map[Version]bool
+	s.db.View(func(tx *bolt.Tx) error {
+		for i := range cs {
+			if cs[i].data != nil && hasObject(tx, cs[i].version) {
+				if stored == nil {
+					stored = map[Version]bool{}
+				}
+				stored[cs[i].version] = true
+			}
+		}
+		return nil
+	})
 	for i := range cs {
-		if cs[i].data == nil {
+		data := cs[i].data
+		cs[i].data = nil
+		if data == nil || stored[cs[i].version] {
 			continue
 		}
-		p := s.objects.pack(cs[i].version, cs[i].data, now)
+		p := s.objects.pack(cs[i].version, data, now)
 		if p.file != nil {
 			if err := s.objects.writeFile(p); err != nil {
-				return fmt.Errorf("keep the bytes of %s: %w", keys[i], err)
+				// The version is still recorded; only its bytes are not kept.
+				s.log.Error("keep the bytes of a version", "path", keys[i], "err", err)
+				continue
 			}
 		}
 		objs = append(objs, p)
-		cs[i].data = nil
 	}
 	var added int64
 	err := s.db.Update(func(tx *bolt.Tx) error {

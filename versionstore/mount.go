@@ -1,6 +1,7 @@
 package versionstore
 
 import (
+	"strings"
 	"sync"
 	"time"
 )
@@ -107,3 +108,31 @@ func (s *Store) flushPending() {
 
 // mountFlushInterval bounds how long a mount version waits in memory.
 const mountFlushInterval = 50 * time.Millisecond
+
+// moveMarks moves the in-memory marks (dirty, created) of a and everything
+// below it to b, as a rename moved the files; with swap, b's go to a.
+func (s *Store) moveMarks(a, b string, swap bool) {
+	s.mount.mu.Lock()
+	defer s.mount.mu.Unlock()
+	for _, m := range []map[string]bool{s.mount.dirty, s.mount.bornAbsent} {
+		moved := map[string]bool{}
+		for k, v := range m {
+			switch {
+			case under(k, a):
+				moved[b+strings.TrimPrefix(k, a)] = v
+				delete(m, k)
+			case swap && under(k, b):
+				moved[a+strings.TrimPrefix(k, b)] = v
+				delete(m, k)
+			}
+		}
+		for k, v := range moved {
+			m[k] = v
+		}
+	}
+}
+
+// under reports whether key is root or a path below it.
+func under(key, root string) bool {
+	return key == root || strings.HasPrefix(key, root+"/")
+}

@@ -74,7 +74,9 @@ func newObjectStore(dir string, maxKeep int64) (*objectStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	// DecodeAll never grows past the capacity it is given (the recorded
+	// size): a damaged header cannot make it allocate more.
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecodeAllCapLimit(true))
 	if err != nil {
 		return nil, err
 	}
@@ -119,21 +121,33 @@ func (o *objectStore) path(v Version) string {
 }
 
 // writeFile places a large object's data before the transaction that
-// names it commits.
+// names it commits. It is called only for objects the index does not hold,
+// so a file already there is a leftover (of a crash, or of a collection) and
+// is replaced: written in full and synced before it takes the name.
 func (o *objectStore) writeFile(p packed) error {
 	dst := o.path(p.version)
-	if _, err := os.Stat(dst); err == nil {
-		return nil
-	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return err
 	}
 	tmp := filepath.Join(filepath.Dir(dst), tempName(filepath.Base(dst)))
-	if err := os.WriteFile(tmp, p.file, 0o600); err != nil {
-		os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, dst)
+	_, err = f.Write(p.file)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 // putObject stores p in tx unless the object is already there; it reports
@@ -183,7 +197,8 @@ func (o *objectStore) load(tx *bolt.Tx, v Version) ([]byte, error) {
 		var err error
 		if z, err = os.ReadFile(o.path(v)); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("%s: %w (its file is missing)", v, ErrCorrupt)
+				// Collected since the entry was read, or lost: gone, not wrong.
+				return nil, fmt.Errorf("%s: %w (its file is gone)", v, ErrNotKept)
 			}
 			return nil, fmt.Errorf("%s: %w", v, err)
 		}
@@ -208,6 +223,8 @@ func (o *objectStore) load(tx *bolt.Tx, v Version) ([]byte, error) {
 // stored no longer hashes to v.
 func (s *Store) Object(v Version) ([]byte, error) {
 	s.flushPending()
+	s.objects.files.RLock() // a collection does not remove its file meanwhile
+	defer s.objects.files.RUnlock()
 	var data []byte
 	err := s.db.View(func(tx *bolt.Tx) (err error) {
 		data, err = s.objects.load(tx, v)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 	"strconv"
 	"strings"
@@ -146,7 +147,7 @@ func (s *Store) Restore(ctx context.Context, t Target, v Version, w Writer) (Res
 // zero. With expect set, the file must still be at *expect (zero: absent).
 func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []byte, expect *Version, w Writer) (RestoreResult, error) {
 	s.flushPending()
-	cur, err := s.snapshotLocked(t, "restore", -1) // its bytes are kept by the commit below
+	cur, err := s.snapshotLocked(t, "restore", s.objects.maxKeep+1) // its bytes are kept by the commit below
 	if err != nil {
 		return RestoreResult{}, err
 	}
@@ -165,6 +166,11 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []b
 	}
 	at := time.Now()
 	if v.IsZero() {
+		// As publish does: look once more, as late as possible, so a write
+		// straight into the backing directory is not removed unseen.
+		if fi, err := s.root.Lstat(t.Key); err != nil || fingerprintOf(fi) != cur.fp {
+			return res, stale("restore", t.Display)
+		}
 		if err := s.root.Remove(t.Key); err != nil {
 			return res, osError("remove", t.Display, err)
 		}
@@ -183,7 +189,11 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []b
 		fp = fingerprintOf(fi)
 	}
 	res.To = v
-	return res, s.commitAfter(t.Key, cur, change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at, created: cur.fi == nil})
+	var keep []byte
+	if s.objects.keeps(int64(len(data))) {
+		keep = data // stays kept, whatever a collection did since it was read
+	}
+	return res, s.commitAfter(t.Key, cur, change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at, created: cur.fi == nil, data: keep})
 }
 
 // commitAfter records what snap found and then c, in one transaction.
@@ -238,8 +248,7 @@ func (s *Store) Rewind(ctx context.Context, name string, dryRun bool, w Writer, 
 	for k := range first {
 		keys = append(keys, k)
 	}
-	// Removals first, deepest first, so a path that became a directory is
-	// cleared before a file is put back there.
+	// Removals first, deepest first, then restores in path order.
 	sort.Slice(keys, func(i, j int) bool {
 		ri, rj := first[keys[i]].Prev.IsZero(), first[keys[j]].Prev.IsZero()
 		switch {
@@ -252,6 +261,12 @@ func (s *Store) Rewind(ctx context.Context, name string, dryRun bool, w Writer, 
 		}
 	})
 	if !dryRun {
+		// Changes made behind dshfs's back to these files are recorded, and
+		// their bytes kept, before the rewind's own checkpoint: undoing the
+		// rewind brings them back.
+		for _, key := range keys {
+			s.syncPath(key)
+		}
 		before, err := s.checkpoint("", true)
 		if err != nil {
 			return res, err
@@ -292,7 +307,8 @@ func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRu
 	unlock := s.locks.Lock(key)
 	defer unlock()
 	s.flushPending()
-	cur, err := s.snapshotLocked(t, "rewind", -1)
+	known := s.indexVersion(key)
+	cur, err := s.snapshotLocked(t, "rewind", s.objects.maxKeep+1)
 	switch {
 	case err != nil:
 		a.Op, a.Error = "restore", err.Error()
@@ -331,11 +347,45 @@ func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRu
 	if dryRun {
 		return a, true
 	}
-	expect := cur.version
-	if _, err := s.putBackLocked(ctx, t, e.Prev, data, &expect, w); err != nil {
+	if cur.version != known {
+		a.Error = "changed behind dshfs's back during the rewind"
+		return a, true
+	}
+	if _, err := s.putBackLocked(ctx, t, e.Prev, data, &known, w); err != nil {
 		a.Error = err.Error()
 		return a, true
 	}
 	changed = true
 	return a, true
+}
+
+// syncPath records what is at key now, if the index does not know it yet: a
+// file changed or removed behind dshfs's back. Its bytes are kept.
+func (s *Store) syncPath(key string) {
+	unlock := s.locks.Lock(key)
+	defer unlock()
+	s.flushPending()
+	if s.dirty(key) {
+		return
+	}
+	if _, err := s.root.Lstat(key); errors.Is(err, fs.ErrNotExist) {
+		if !s.indexVersion(key).IsZero() {
+			s.logErr("record a deletion", key, s.commit([]string{key}, []change{{writer: External, at: time.Now()}}))
+		}
+		return
+	}
+	s.preserveLocked(key, false)
+}
+
+// indexVersion is the version the index holds for key (zero: none, or absent).
+func (s *Store) indexVersion(key string) Version {
+	var v Version
+	s.db.View(func(tx *bolt.Tx) error {
+		r, _, err := getRecord(tx, key)
+		if err == nil {
+			v = r.Version
+		}
+		return nil
+	})
+	return v
 }

@@ -149,7 +149,7 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		root.Close()
 		return nil, err
 	}
-	s.retain = newRetention(opts.RetainBytes, opts.RetainAge)
+	s.retain.init(opts.RetainBytes, opts.RetainAge)
 	s.db.View(func(tx *bolt.Tx) error {
 		s.retain.stored.Store(storedBytes(tx))
 		return nil

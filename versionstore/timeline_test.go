@@ -21,8 +21,11 @@ func (ts *testStore) mountWrite(rel, content string) {
 	ts.t.Helper()
 	unlock := ts.locks.Lock(rel)
 	defer unlock()
-	ts.Preserve(rel)
+	absent := ts.Preserve(rel)
 	ts.put(rel, content)
+	if absent {
+		ts.Created(rel)
+	}
 	if _, err := ts.Refresh(rel, shell); err != nil {
 		ts.t.Fatal(err)
 	}
@@ -46,9 +49,12 @@ func (ts *testStore) mountRename(from, to string) {
 	unlock := ts.locks.Lock2(from, to)
 	defer unlock()
 	ts.Preserve(from)
-	ts.Preserve(to)
+	absent := ts.Preserve(to)
 	if err := os.Rename(ts.path(from), ts.path(to)); err != nil {
 		ts.t.Fatal(err)
+	}
+	if absent {
+		ts.Created(to)
 	}
 	for _, k := range []string{from, to} {
 		if _, err := ts.Refresh(k, shell); err != nil {

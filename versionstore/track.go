@@ -211,6 +211,7 @@ func (s *Store) MoveTree(oldKey, newKey string, w Writer) error {
 		return nil
 	}
 	s.flushPending()
+	s.moveMarks(oldKey, newKey, false) // a writer's mark follows its file
 	at := time.Now().UTC()
 	return s.db.Update(func(tx *bolt.Tx) error {
 		before, err := treeVersions(tx, oldKey, newKey)
@@ -231,6 +232,7 @@ func (s *Store) ExchangeTree(a, b string, w Writer) error {
 		return nil
 	}
 	s.flushPending()
+	s.moveMarks(a, b, true)
 	at := time.Now().UTC()
 	return s.db.Update(func(tx *bolt.Tx) error {
 		before, err := treeVersions(tx, a, b)

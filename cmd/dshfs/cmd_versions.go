@@ -226,9 +226,10 @@ func rewindCommand() *cli.Command {
 		Usage:     "give every file changed since a checkpoint its version at the checkpoint",
 		ArgsUsage: "CHECKPOINT",
 		Description: "Restores changed files, recreates deleted ones and removes files created since — whoever\n" +
-			"changed them: tools, shells, editors, git. A checkpoint is made first, so a rewind can be\n" +
-			"rewound. A file written during the rewind, or whose bytes at the checkpoint are not kept, is\n" +
-			"reported as a conflict and left alone; the exit status is then 1.",
+			"changed them: tools, shells, editors, git, or writes straight into the backing directory (recorded\n" +
+			"first). A checkpoint is made first, so a rewind can be rewound. A file written during the rewind,\n" +
+			"or whose bytes at the checkpoint are not kept, is reported as a conflict and left alone; the exit\n" +
+			"status is then 1.",
 		Flags: []cli.Flag{mountFlag,
 			&cli.BoolFlag{Name: "dry-run", Usage: "say what would change, change nothing", Destination: &dryRun},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &asJSON},

@@ -1,0 +1,193 @@
+// Regression tests: each comment says what used to go wrong.
+
+package fusefs
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dshfs/dshfs/versionstore"
+	"golang.org/x/sys/unix"
+)
+
+var reviewMe = versionstore.Writer{Kind: versionstore.WriterRestore, Actor: "me"}
+
+func (m *mounted) reviewPut(rel, content string) {
+	m.t.Helper()
+	p := filepath.Join(m.backing, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		m.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+func (m *mounted) reviewGet(rel string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(m.backing, rel))
+	return string(b), err
+}
+
+// reviewSee has the store read rel, as a tool read would, so it knows the file.
+func (m *mounted) reviewSee(rel string) {
+	m.t.Helper()
+	tg, err := m.store.Resolve(rel, rel, "read")
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	if _, err := m.store.ReadText(context.Background(), tg, func(string) {}); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// mkfifo through the mount leaves the "born absent" note Preserve made
+// (Mknod commits nothing for a FIFO). When a regular file later takes the
+// name — here written straight into the backing directory — a shell's
+// append through the mount keeps nothing of it and is journaled as a
+// creation: rewinding to a checkpoint taken while the file existed removes
+// it, and its bytes are gone.
+func TestFileAfterFifoAtTheSameNameIsKept(t *testing.T) {
+	m := mountT(t, func(o *Options) { o.CacheTimeout = 50 * time.Millisecond })
+	if err := syscall.Mkfifo(filepath.Join(m.mnt, "p"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // past the watcher's own-change window
+	if err := os.Remove(filepath.Join(m.backing, "p")); err != nil {
+		t.Fatal(err)
+	}
+	m.reviewPut("p", "precious\n")
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		if fi, err := os.Stat(filepath.Join(m.mnt, "p")); err == nil && fi.Mode().IsRegular() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the mount still shows the FIFO")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := m.store.Checkpoint("cp"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(m.mnt, "p"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("appended by a shell\n")
+	f.Close()
+
+	if !m.store.HasObject(versionstore.SumString("precious\n")) {
+		t.Error("the bytes the file had were not kept before the mount changed it")
+	}
+	res, err := m.store.Rewind(context.Background(), "cp", false, reviewMe, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.reviewGet("p"); got != "precious\n" {
+		t.Fatalf("rewind %+v: p = %q %v, want its bytes at the checkpoint", res, got, err)
+	}
+}
+
+// A file open for writing has its dirty mark under the path it had at the
+// first write. Renaming its directory through the mount moves the index
+// entries but not the mark, and the commit at close clears the mark of the
+// new path: the old path stays "being written through the mount" for good.
+// A rewind then can never recreate the file there, and tool writes of the
+// old path are refused as stale for the life of the daemon.
+func TestDirRenameMovesWritersDirtyMark(t *testing.T) {
+	m := mountT(t)
+	m.reviewPut("d/f", "one\n")
+	m.reviewSee("d/f")
+	if _, err := m.store.Checkpoint("cp"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(m.mnt, "d/f"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("two\n")
+	if err := os.Rename(filepath.Join(m.mnt, "d"), filepath.Join(m.mnt, "e")); err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("three\n")
+	f.Close()
+
+	if st, _ := m.store.Stats(); st.Dirty != 0 {
+		t.Errorf("%d files still marked dirty after every writer closed", st.Dirty)
+	}
+	res, err := m.store.Rewind(context.Background(), "cp", false, reviewMe, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.reviewGet("d/f"); got != "one\n" || res.Conflicts != 0 {
+		t.Fatalf("rewind %+v: d/f = %q, want \"one\\n\" and no conflict", res, got)
+	}
+}
+
+// Renaming a file that a process holds open for writing commits both paths
+// and clears the dirty mark, while the process keeps writing. A tool write
+// to the new name is then not refused: it publishes a new inode, and the
+// process's later writes land in the replaced one and are lost (README:
+// "While a process holds a file open for writing, tool writes and edits of
+// it are refused as stale").
+func TestRenameKeepsOpenWriterDirty(t *testing.T) {
+	m := mountT(t)
+	m.reviewPut("app.log", "start\n")
+	f, err := os.OpenFile(filepath.Join(m.mnt, "app.log"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteString("1\n")
+	if err := os.Rename(filepath.Join(m.mnt, "app.log"), filepath.Join(m.mnt, "app.log.1")); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := m.store.Resolve("app.log.1", "app.log.1", "write")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, werr := m.store.WriteText(context.Background(), tg, "tool\n", versionstore.Intent{}, versionstore.ToolWriter("agent"))
+	f.WriteString("2\n")
+	if werr == nil {
+		got, _ := m.reviewGet("app.log.1")
+		t.Fatalf("a tool write replaced a file still open for writing; the writer's later bytes are lost (file = %q)", got)
+	}
+}
+
+// RENAME_EXCHANGE of a file and a directory is handled by the source's type
+// alone: with a file as the source, the index keeps the file's record at
+// the path that is now a directory, leaves the directory's entries under
+// the old name, and journals neither move. A rewind then neither restores
+// the paths nor reports them as conflicts.
+func TestExchangeFileWithDirectory(t *testing.T) {
+	m := mountT(t)
+	m.reviewPut("a", "A\n")
+	m.reviewPut("b/x", "X\n")
+	m.reviewSee("a")
+	m.reviewSee("b/x")
+	if _, err := m.store.Checkpoint("cp"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(m.mnt, "a"), unix.AT_FDCWD, filepath.Join(m.mnt, "b"), unix.RENAME_EXCHANGE); err != nil {
+		t.Skipf("RENAME_EXCHANGE: %v", err)
+	}
+	res, err := m.store.Rewind(context.Background(), "cp", false, reviewMe, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conflict := map[string]bool{}
+	for _, a := range res.Actions {
+		if a.Error != "" {
+			conflict[a.Path] = true
+		}
+	}
+	for rel, want := range map[string]string{"a": "A\n", "b/x": "X\n"} {
+		if got, _ := m.reviewGet(rel); got != want && !conflict[rel] {
+			t.Errorf("after rewind %s = %q, want %q or a conflict (rewind %+v)", rel, got, want, res)
+		}
+	}
+}

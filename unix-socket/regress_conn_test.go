@@ -1,0 +1,93 @@
+// Regression tests: each comment says what used to go wrong.
+
+package unixsocket
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// post puts its connection back in the pool before it decodes the answer,
+// and stops its context.AfterFunc only when it returns. A caller whose
+// context ends in that window (a deadline expiring while a large answer is
+// decoded) sets a past deadline on a connection another call has already
+// taken from the pool: that call fails with an i/o timeout though its own
+// context is fine — after its request may have been carried out.
+func TestCancelDoesNotBreakAPooledConn(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(300 * time.Millisecond)
+		}
+		w.Header().Set("Content-Length", "13")
+		w.Write([]byte(`{"text":"ok"}`))
+	})}
+	go hs.Serve(l)
+	t.Cleanup(func() { hs.Close() })
+
+	p := &connPool{socket: sock}
+	defer p.close()
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	errB := make(chan error, 1)
+	err = p.post(ctxA, "/fast", []byte(`{}`), func([]byte) error {
+		go func() {
+			errB <- p.post(context.Background(), "/slow", []byte(`{}`), func([]byte) error { return nil })
+		}()
+		time.Sleep(50 * time.Millisecond) // B has the pooled connection and waits for its answer
+		cancelA()                         // A's caller gives up just as A finishes
+		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errB; err != nil {
+		t.Fatalf("a call on a pooled connection failed because another call's context ended: %v", err)
+	}
+}
+
+// The call pool hands out an idle connection without checking that the
+// daemon still holds its end. After the daemon restarts (dshfs unmount and
+// mount, or a crash and remount) the next call of a long-lived client such
+// as `dshfs mcp` fails ("broken pipe" / EOF) although the new daemon is up
+// and the request never reached anyone. net/http's Transport, used before
+// for tool calls and still for every other route, drops a connection the
+// server closed and dials again.
+func TestPooledConnAfterDaemonRestart(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	serve := func() *http.Server {
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "13")
+			w.Write([]byte(`{"text":"ok"}`))
+		})}
+		go hs.Serve(l)
+		return hs
+	}
+	first := serve()
+	p := &connPool{socket: sock}
+	defer p.close()
+	nop := func([]byte) error { return nil }
+	if err := p.post(context.Background(), "/v1/tools/read", []byte(`{}`), nop); err != nil {
+		t.Fatal(err)
+	}
+	first.Close() // the daemon goes away, closing its connections
+	time.Sleep(50 * time.Millisecond)
+	second := serve() // and a new one listens on the same socket
+	defer second.Close()
+	if err := p.post(context.Background(), "/v1/tools/read", []byte(`{}`), nop); err != nil {
+		t.Fatalf("first call after the daemon restarted: %v", err)
+	}
+}

@@ -1,0 +1,69 @@
+// Regression tests: each comment says what used to go wrong.
+
+package unixsocket
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dshfs/dshfs/policy"
+	"github.com/dshfs/dshfs/toolapi"
+	"github.com/dshfs/dshfs/versionstore"
+)
+
+// A streamed rewind outlives the server's write timeout (CallTimeout + 1
+// minute): it used to be cut at the first progress line written after it,
+// its context cancelled, the workspace left half rewound and the client told
+// "the answer ended early".
+func TestLongRewindOutlivesWriteTimeout(t *testing.T) {
+	ws := t.TempDir()
+	socket := filepath.Join(t.TempDir(), "run", "dshfs.sock")
+	store, err := versionstore.Open(ws, filepath.Join(t.TempDir(), "index.db"), versionstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, _ := policy.New(store.DB())
+	svc, _ := toolapi.New(store, pol, toolapi.Config{})
+	srv := NewServer(Config{Tools: svc, Store: store})
+	srv.writeTimeout = 200 * time.Millisecond
+	l, err := Listen(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	t.Cleanup(func() { l.Close(); <-done; store.Close() })
+
+	write := func(rel, content string) {
+		tg, err := store.Resolve(rel, rel, "write")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.WriteText(context.Background(), tg, content, versionstore.Intent{}, versionstore.ToolWriter("a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.txt", "a1\n")
+	write("b.txt", "b1\n")
+	if _, err := store.Checkpoint("cp"); err != nil {
+		t.Fatal(err)
+	}
+	write("a.txt", "a2\n")
+	write("b.txt", "b2\n")
+
+	// A long rewind: here the first file is busy for a while (its lock held).
+	unlock := store.Locks().Lock("a.txt")
+	go func() { time.Sleep(time.Second); unlock() }()
+
+	client := NewClient(socket)
+	defer client.CloseIdle()
+	_, rerr := client.Rewind(context.Background(), RewindRequest{Checkpoint: "cp"}, nil)
+	time.Sleep(100 * time.Millisecond)
+	b, _ := os.ReadFile(filepath.Join(ws, "b.txt"))
+	if rerr != nil || string(b) != "b1\n" {
+		t.Fatalf("rewind: %v; b.txt = %q, want \"b1\\n\"", rerr, b)
+	}
+}
