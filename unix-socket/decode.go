@@ -1,6 +1,7 @@
 package unixsocket
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -167,7 +168,22 @@ func (p *parser) str() (string, bool) {
 		}
 		p.i++
 	}
-	buf := make([]byte, 0, len(p.b)-start)
+	// The unescaped string is no longer than its escaped form, which ends
+	// at the first quote no backslash escapes.
+	end := p.i
+	for {
+		j := bytes.IndexByte(p.b[end:], '"')
+		if j < 0 {
+			return "", false
+		}
+		end += j
+		if escapedQuote(p.b, end) {
+			end++
+			continue
+		}
+		break
+	}
+	buf := make([]byte, 0, end-start)
 	buf = append(buf, p.b[start:p.i]...)
 	for p.i < len(p.b) {
 		j := p.i
@@ -279,14 +295,16 @@ func (p *parser) skip() ([]byte, bool) {
 		switch {
 		case c == '"':
 			p.i++
-			for p.i < len(p.b) && p.b[p.i] != '"' {
-				if p.b[p.i] == '\\' {
-					p.i++
+			for {
+				j := bytes.IndexByte(p.b[p.i:], '"')
+				if j < 0 {
+					return nil, false
+				}
+				p.i += j
+				if !escapedQuote(p.b, p.i) {
+					break
 				}
 				p.i++
-			}
-			if p.i >= len(p.b) {
-				return nil, false
 			}
 		case c == '{' || c == '[':
 			depth++
@@ -307,6 +325,16 @@ func (p *parser) skip() ([]byte, bool) {
 		return p.scalar(start)
 	}
 	return nil, false
+}
+
+// escapedQuote reports whether the quote at b[i] is escaped: preceded by an
+// odd number of backslashes.
+func escapedQuote(b []byte, i int) bool {
+	n := 0
+	for k := i - 1; k >= 0 && b[k] == '\\'; k-- {
+		n++
+	}
+	return n%2 == 1
 }
 
 // scalar is the number, true, false or null that ends before p.i.

@@ -147,8 +147,23 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.count(name)
-	writeJSON(w, http.StatusOK, res)
+	bp := answerPool.Get().(*[]byte)
+	b, ok := appendToolResult((*bp)[:0], res)
+	if !ok {
+		writeJSON(w, http.StatusOK, res)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+	if cap(b) <= 1<<20 { // a huge answer's buffer is not worth keeping
+		*bp = b
+		answerPool.Put(bp)
+	}
 }
+
+var answerPool = sync.Pool{New: func() any { return new([]byte) }}
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	var st Status
