@@ -48,8 +48,11 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	defer unlock()
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
 	n.noteSelfChild(name)
-	absent := n.fsys.store.Preserve(key) // a file opened without O_EXCL may be truncated
-	ffd, err := unix.Openat(fd, name, int(flags)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	// An existing file (no O_EXCL) is truncated below, once its bytes are
+	// kept and it is marked dirty: not by the open.
+	trunc := flags&syscall.O_TRUNC != 0
+	absent := n.fsys.store.Preserve(key)
+	ffd, err := unix.Openat(fd, name, int(flags&^syscall.O_TRUNC)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
@@ -66,6 +69,14 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	child := n.newChild(ctx, &st, generation(ffd, ""))
 	h := newHandle(child.Operations().(*node), ffd)
 	h.markDirty(ctx, key, false) // a new (or truncated) file owes a version
+	if trunc && st.Size > 0 {
+		if err := unix.Ftruncate(ffd, 0); err != nil {
+			return nil, nil, 0, toErrno(err)
+		}
+		if err := unix.Fstat(ffd, &st); err == nil {
+			fillAttr(&out.Attr, &st)
+		}
+	}
 	return child, h, 0, 0
 }
 

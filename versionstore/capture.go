@@ -57,11 +57,22 @@ func (s *Store) preserveLocked(key string, queued bool) (absent bool) {
 		return false
 	}
 	fp := fingerprintOf(fi)
+	if s.dirty(key) {
+		// A process is writing the file through the mount: its bytes so far
+		// are kept, but recorded by nobody — the writer's commit attributes
+		// the change.
+		c, err := s.readForCapture(Target{Key: key, Display: key}, at, External)
+		if err == nil && c.data != nil {
+			c.keepOnly = true
+			s.enqueue(key, c, false)
+		}
+		return false
+	}
 	known := false
 	s.db.View(func(tx *bolt.Tx) error {
 		r, found, err := getRecord(tx, key)
 		known = err == nil && found && r.FP == fp && !fp.racy(r.Recorded) && !r.Version.IsZero() &&
-			(hasObject(tx, r.Version) || fi.Size() > s.objects.maxKeep)
+			(s.objects.present(tx, r.Version) || !s.objects.keeps(fi.Size()))
 		return nil
 	})
 	if known {

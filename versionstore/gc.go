@@ -147,6 +147,13 @@ func (s *Store) GC(progress func(done, total int)) (GCResult, error) {
 	if err != nil {
 		return GCResult{}, err
 	}
+	// The entries must be gone for good before their files are: a crash
+	// must not bring back an entry naming a removed file.
+	if len(files) > 0 {
+		if err := s.db.Sync(); err != nil {
+			return res, err
+		}
+	}
 	for _, v := range files {
 		os.Remove(s.objects.path(v)) // still under the files lock
 	}

@@ -87,7 +87,7 @@ func (s *Store) commit(keys []string, cs []change) error {
 	var stored map[Version]bool
 	s.db.View(func(tx *bolt.Tx) error {
 		for i := range cs {
-			if cs[i].data != nil && hasObject(tx, cs[i].version) {
+			if cs[i].data != nil && s.objects.present(tx, cs[i].version) {
 				if stored == nil {
 					stored = map[Version]bool{}
 				}
@@ -123,6 +123,9 @@ func (s *Store) commit(keys []string, cs []change) error {
 			added += n
 		}
 		for i := range cs {
+			if cs[i].keepOnly {
+				continue
+			}
 			if err := s.record(tx, keys[i], cs[i]); err != nil {
 				return err
 			}

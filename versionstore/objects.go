@@ -150,14 +150,33 @@ func (o *objectStore) writeFile(p packed) error {
 	return err
 }
 
-// putObject stores p in tx unless the object is already there; it reports
-// the bytes the object adds.
+// putObject stores p in tx, replacing an entry whose file is gone; it
+// reports the bytes the object adds.
 func putObject(tx *bolt.Tx, p packed) (int64, error) {
 	b := tx.Bucket(bucketObjects)
-	if b.Get(p.version[:]) != nil {
+	if old := b.Get(p.version[:]); old != nil {
+		if p.file == nil && old[0] == objFile {
+			// The new copy is inline; the old entry named a file.
+			return packedSize(p.value) - packedSize(old), b.Put(p.version[:], p.value)
+		}
 		return 0, nil
 	}
 	return packedSize(p.value), b.Put(p.version[:], p.value)
+}
+
+// present reports whether the bytes of v are stored and, for an object kept
+// in a file, that the file is there: an index synced before a crash can
+// name a file a collection removed.
+func (o *objectStore) present(tx *bolt.Tx, v Version) bool {
+	value := tx.Bucket(bucketObjects).Get(v[:])
+	if value == nil {
+		return false
+	}
+	if value[0] == objFile {
+		_, err := os.Stat(o.path(v))
+		return err == nil
+	}
+	return true
 }
 
 // hasObject reports whether the bytes of v are stored.

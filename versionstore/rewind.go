@@ -58,6 +58,10 @@ func (s *Store) Checkpoints() ([]Checkpoint, error) {
 // ErrNoCheckpoint is wrapped by errors naming a checkpoint that does not exist.
 var ErrNoCheckpoint = errors.New("no such checkpoint")
 
+// ErrWouldLose is wrapped by errors of a restore or rewind refused because
+// the bytes it would replace or remove are not kept anywhere.
+var ErrWouldLose = errors.New("its current bytes are not kept (over the capture limit, or they could not be stored), and replacing them would lose them")
+
 // Checkpoint records a checkpoint named name ("" picks cp-N).
 func (s *Store) Checkpoint(name string) (Checkpoint, error) {
 	return s.checkpoint(name, false)
@@ -163,6 +167,17 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []b
 	}
 	if cur.version == v {
 		return res, nil // already there
+	}
+	// What is replaced must stay restorable: its bytes are kept first, or
+	// nothing is replaced.
+	if cur.fi != nil && !s.kept(cur.version) {
+		if cur.data != nil && s.objects.keeps(int64(len(cur.data))) {
+			s.logErr("keep the bytes a restore replaces", t.Key,
+				s.commit([]string{t.Key}, []change{{version: cur.version, data: cur.data, keepOnly: true}}))
+		}
+		if !s.kept(cur.version) {
+			return res, fmt.Errorf("cannot restore %s: %w", quote(t.Display), ErrWouldLose)
+		}
 	}
 	at := time.Now()
 	if v.IsZero() {
@@ -308,6 +323,10 @@ func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRu
 	defer unlock()
 	s.flushPending()
 	known := s.indexVersion(key)
+	if fi, err := s.root.Lstat(key); err == nil && !fi.Mode().IsRegular() {
+		a.Op, a.Error = "restore", "not a regular file now"
+		return a, true
+	}
 	cur, err := s.snapshotLocked(t, "rewind", s.objects.maxKeep+1)
 	switch {
 	case err != nil:
@@ -388,4 +407,14 @@ func (s *Store) indexVersion(key string) Version {
 		return nil
 	})
 	return v
+}
+
+// kept reports whether the bytes of v are in the object store.
+func (s *Store) kept(v Version) bool {
+	ok := false
+	s.db.View(func(tx *bolt.Tx) error {
+		ok = s.objects.present(tx, v)
+		return nil
+	})
+	return ok
 }

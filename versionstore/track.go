@@ -30,6 +30,9 @@ type change struct {
 	// created says the writer saw the path without a file just before: the
 	// change is a creation even though the index had no entry.
 	created bool
+	// keepOnly keeps data and records nothing: the bytes of a file the
+	// mount is writing, which its own commit will attribute.
+	keepOnly bool
 }
 
 // record applies c to the index entry of key. A change to a different version
@@ -183,6 +186,13 @@ func (s *Store) Refresh(key string, w Writer) (Version, error) {
 	// The commit joins the pending batch behind any earlier commit of key,
 	// so its history stays in order without a transaction of its own.
 	born := s.takeBornAbsent(key)
+	if fi, err := s.root.Lstat(key); err == nil && !fi.Mode().IsRegular() {
+		// A symlink, FIFO or directory has no version of its own (and a
+		// symlink's target is another path's business): the path holds no
+		// file now, which is a deletion if the index had one.
+		s.queue(key, change{writer: w, at: time.Now()})
+		return Version{}, nil
+	}
 	c, err := s.readForCapture(Target{Key: key, Display: key}, time.Now(), w)
 	if err != nil {
 		switch code := CodeOf(err); {
