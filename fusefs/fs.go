@@ -21,6 +21,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -58,6 +59,10 @@ type FS struct {
 	dirty  dirtySet
 	log    *slog.Logger
 	watch  *watcher // nil when the backing tree is not watched
+
+	stopMarks sync.Once
+	stop      chan struct{} // ends settleStaleMarks
+	stopped   chan struct{}
 
 	timeout time.Duration // how long the kernel may trust entries and attributes
 }
@@ -132,6 +137,11 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	}
 	f.server = server
 	f.watch.start()
+	f.stop, f.stopped = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(f.stopped)
+		f.settleStaleMarks(f.stop)
+	}()
 	return f, nil
 }
 
@@ -177,6 +187,10 @@ func (f *FS) Wait() { f.server.Wait() }
 // Unmount unmounts, retrying while the mount is busy and detaching it
 // lazily if it stays busy, then releases the backing directory.
 func (f *FS) Unmount() error {
+	f.stopMarks.Do(func() {
+		close(f.stop)
+		<-f.stopped
+	})
 	var err error
 	for range 10 {
 		if err = f.server.Unmount(); err == nil {

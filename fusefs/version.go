@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"sync"
+	"time"
 
 	"github.com/dshfs/dshfs/versionstore"
 )
@@ -82,4 +83,58 @@ func (f *FS) logErr(what, key string, err error) {
 	if err != nil {
 		f.log.Error(what, "path", key, "err", err)
 	}
+}
+
+// Stale dirty marks. A dirty mark belongs to a path while a process writes
+// the file there; the writer's commit clears it. A writer that closes in the
+// instant a directory above its file is renamed commits under the old path
+// (go-fuse names the file by it until the rename returns), and the mark
+// moved to the new path is left behind, refusing tool writes there. So the
+// mount checks, every staleMarkAge, the marks older than that: a mark no
+// node being written maps to, twice in a row (a rename's window never lasts
+// that long), is settled by committing what the file holds.
+var staleMarkAge = 5 * time.Second
+
+func (f *FS) settleStaleMarks(stop <-chan struct{}) {
+	t := time.NewTicker(staleMarkAge)
+	defer t.Stop()
+	suspect := map[string]bool{}
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		orphans := map[string]bool{}
+		for _, key := range f.store.DirtySince(time.Now().Add(-staleMarkAge)) {
+			unlock := f.store.Locks().Lock(key)
+			if !f.beingWritten(key) {
+				if suspect[key] {
+					f.log.Warn("settling a stale dirty mark", "path", key)
+					_, err := f.store.Refresh(key, versionstore.Writer{Kind: versionstore.WriterMount})
+					f.logErr("commit version", key, err)
+				} else {
+					orphans[key] = true
+				}
+			}
+			unlock()
+		}
+		suspect = orphans
+	}
+}
+
+// beingWritten reports whether a node with unflushed writes is at key.
+func (f *FS) beingWritten(key string) bool {
+	f.dirty.mu.Lock()
+	nodes := make([]*node, 0, len(f.dirty.n))
+	for n := range f.dirty.n {
+		nodes = append(nodes, n)
+	}
+	f.dirty.mu.Unlock()
+	for _, n := range nodes {
+		if k, ok := n.key(); ok && k == key {
+			return true
+		}
+	}
+	return false
 }

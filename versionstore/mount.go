@@ -16,8 +16,8 @@ import (
 // mountState is the in-memory half of the index.
 type mountState struct {
 	mu           sync.Mutex
-	dirty        map[string]bool
-	bornAbsent   map[string]bool // keys Preserve found without a file
+	dirty        map[string]time.Time // since when
+	bornAbsent   map[string]bool      // keys the mount just created
 	pending      []pendingChange
 	pendingBytes int64 // of bytes to keep in pending
 
@@ -46,9 +46,11 @@ func (s *Store) MarkDirty(key string) error {
 	s.mount.mu.Lock()
 	defer s.mount.mu.Unlock()
 	if s.mount.dirty == nil {
-		s.mount.dirty = make(map[string]bool)
+		s.mount.dirty = make(map[string]time.Time)
 	}
-	s.mount.dirty[key] = true
+	if _, ok := s.mount.dirty[key]; !ok {
+		s.mount.dirty[key] = time.Now()
+	}
 	return nil
 }
 
@@ -56,7 +58,22 @@ func (s *Store) MarkDirty(key string) error {
 func (s *Store) dirty(key string) bool {
 	s.mount.mu.Lock()
 	defer s.mount.mu.Unlock()
-	return s.mount.dirty[key]
+	_, ok := s.mount.dirty[key]
+	return ok
+}
+
+// DirtySince lists the keys marked dirty since before t: the mount checks
+// that each still belongs to a file being written.
+func (s *Store) DirtySince(t time.Time) []string {
+	s.mount.mu.Lock()
+	defer s.mount.mu.Unlock()
+	var keys []string
+	for k, since := range s.mount.dirty {
+		if since.Before(t) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // clearDirty drops key's dirty mark without committing a version.
@@ -114,21 +131,24 @@ const mountFlushInterval = 50 * time.Millisecond
 func (s *Store) moveMarks(a, b string, swap bool) {
 	s.mount.mu.Lock()
 	defer s.mount.mu.Unlock()
-	for _, m := range []map[string]bool{s.mount.dirty, s.mount.bornAbsent} {
-		moved := map[string]bool{}
-		for k, v := range m {
-			switch {
-			case under(k, a):
-				moved[b+strings.TrimPrefix(k, a)] = v
-				delete(m, k)
-			case swap && under(k, b):
-				moved[a+strings.TrimPrefix(k, b)] = v
-				delete(m, k)
-			}
+	moveKeys(s.mount.dirty, a, b, swap)
+	moveKeys(s.mount.bornAbsent, a, b, swap)
+}
+
+func moveKeys[V any](m map[string]V, a, b string, swap bool) {
+	moved := map[string]V{}
+	for k, v := range m {
+		switch {
+		case under(k, a):
+			moved[b+strings.TrimPrefix(k, a)] = v
+			delete(m, k)
+		case swap && under(k, b):
+			moved[a+strings.TrimPrefix(k, b)] = v
+			delete(m, k)
 		}
-		for k, v := range moved {
-			m[k] = v
-		}
+	}
+	for k, v := range moved {
+		m[k] = v
 	}
 }
 
