@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,6 +73,7 @@ func (s *Store) checkpoint(name string, auto bool) (Checkpoint, error) {
 	if err := checkName(name); err != nil {
 		return Checkpoint{}, err
 	}
+	s.syncChanged()
 	s.flushPending()
 	var cp Checkpoint
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -417,4 +420,67 @@ func (s *Store) kept(v Version) bool {
 		return nil
 	})
 	return ok
+}
+
+// syncChanged records, before a checkpoint, what changed behind dshfs's
+// back in the files the index knows: a checkpoint pins the version each file
+// has at that moment, and a change found only later would count as made
+// after it. One lstat per indexed file; only a changed file is read.
+func (s *Store) syncChanged() {
+	type known struct {
+		key string
+		fp  fingerprint
+		rec int64
+		v   Version
+	}
+	var files []known
+	s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
+			var r record
+			if json.Unmarshal(v, &r) == nil && !r.Version.IsZero() {
+				files = append(files, known{string(k), r.FP, r.Recorded, r.Version})
+			}
+			return nil
+		})
+	})
+	var settled []known // racy stamps the bytes proved right
+	for _, f := range files {
+		// A plain lstat by path, not through the root (which resolves each
+		// component safely, several times the cost): it only decides whether
+		// to look closer, and syncPath looks through the root.
+		fi, err := os.Lstat(filepath.Join(s.rootPath, filepath.FromSlash(f.key)))
+		if err == nil && fingerprintOf(fi) == f.fp {
+			if !f.fp.racy(f.rec) {
+				continue
+			}
+			// Recorded too close to its last change for the stamp to prove
+			// anything: the bytes do, and the entry is re-stamped so the
+			// next checkpoint needs only the lstat.
+			at := time.Now()
+			if g, err := s.root.Open(f.key); err == nil {
+				v, _, herr := HashReader(g)
+				g.Close()
+				if herr == nil && v == f.v {
+					settled = append(settled, known{f.key, f.fp, at.UnixNano(), v})
+					continue
+				}
+			}
+		}
+		s.syncPath(f.key)
+	}
+	if len(settled) > 0 {
+		s.logErr("re-stamp index entries", settled[0].key, s.db.Update(func(tx *bolt.Tx) error {
+			for _, f := range settled {
+				r, found, err := getRecord(tx, f.key)
+				if err != nil || !found || r.FP != f.fp || r.Version != f.v || s.dirty(f.key) {
+					continue
+				}
+				r.Recorded = f.rec
+				if err := putRecord(tx, f.key, r); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
 }

@@ -365,3 +365,23 @@ func TestRetentionAge(t *testing.T) {
 		t.Fatalf("gc %+v %v", res, err)
 	}
 }
+
+// A change made behind dshfs's back before a checkpoint, and first seen
+// after it, belongs before it: the rewind leaves it.
+func TestCheckpointSeesOutsideChangesFirst(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("f.txt", "one\n")
+	ts.version("f.txt")
+	ts.put("f.txt", "two, behind dshfs's back\n")
+	if _, err := ts.Checkpoint("cp"); err != nil {
+		t.Fatal(err)
+	}
+	ts.mountWrite("f.txt", "three\n")
+	res, err := ts.Rewind(context.Background(), "cp", false, ToolWriter("me"), nil)
+	if err != nil || res.Conflicts != 0 {
+		t.Fatalf("rewind %+v %v", res, err)
+	}
+	if got := ts.get("f.txt"); got != "two, behind dshfs's back\n" {
+		t.Fatalf("f.txt = %q after rewind, want its bytes at the checkpoint", got)
+	}
+}
