@@ -1,5 +1,6 @@
 // Package toolapi owns the model-facing tools — read, read_image, write and
-// edit — as
+// edit — and the people-facing show, diff and restore of a file's versions,
+// as
 // the reference stack defines them: their names, descriptions and schemas,
 // argument validation and its messages, path resolution against a cwd, the
 // read window, the result texts, the structured values and the remedies

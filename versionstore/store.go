@@ -1,7 +1,8 @@
 // Package versionstore owns the workspace's versions: the bbolt index that maps
 // every workspace path to the BLAKE3 hash of its bytes, the per-file locks, the
-// atomic compare-and-swap publish of tool writes and edits, and each file's
-// bounded history with writer identity.
+// atomic compare-and-swap publish of tool writes and edits, each file's
+// bounded history with writer identity, the kept bytes of every version (the
+// object store), the journal of changes, checkpoints, restore and rewind.
 //
 // Every file access goes through an os.Root on the backing directory and every
 // path is resolved inside it first, so nothing here can read or write outside
