@@ -1,11 +1,11 @@
 // Package toolapi owns the model-facing tools — read, read_image, write and
-// edit — and the people-facing show, diff and restore of a file's versions,
-// as
-// the reference stack defines them: their names, descriptions and schemas,
-// argument validation and its messages, path resolution against a cwd, the
-// read window, the result texts, the structured values and the remedies
-// appended to write and edit errors. Model-facing text matches the reference
-// byte for byte, except where the design contract says otherwise.
+// edit — as the reference stack defines them: their names, descriptions and
+// schemas, argument validation and its messages, path resolution against a
+// cwd, the read window, the result texts, the structured values and the
+// remedies appended to write and edit errors. Model-facing text matches the
+// reference byte for byte, except where the design contract says otherwise.
+// Over the same path resolution it also serves people: show, diff and
+// restore of a file's versions.
 //
 // It composes versionstore (versions, locks, publish) and policy (what each
 // actor saw). It never touches files itself and knows nothing of FUSE or the
