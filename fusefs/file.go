@@ -92,6 +92,21 @@ func (h *handle) commit(release bool) {
 	}
 }
 
+// abandon drops a handle the kernel never received (its open failed after
+// it was marked dirty): the version owed is committed and the descriptor
+// closed. Callers hold key's lock.
+func (h *handle) abandon(key string, w versionstore.Writer) {
+	h.mu.Lock()
+	owed := h.dirty
+	h.dirty = false
+	h.mu.Unlock()
+	if owed && h.n.fsys.dirty.done(h.n) {
+		_, err := h.n.fsys.store.Refresh(key, w)
+		h.n.fsys.logErr("commit version", key, err)
+	}
+	unix.Close(h.fd)
+}
+
 var _ = (fs.FileWriter)((*handle)(nil))
 
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {

@@ -70,7 +70,10 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	h := newHandle(child.Operations().(*node), ffd)
 	h.markDirty(ctx, key, false) // a new (or truncated) file owes a version
 	if trunc && st.Size > 0 {
-		if err := unix.Ftruncate(ffd, 0); err != nil {
+		// Through a descriptor of its own: the caller's may be read-only.
+		err := truncateAt(fd, name)
+		if err != nil {
+			h.abandon(key, writer(ctx))
 			return nil, nil, 0, toErrno(err)
 		}
 		if err := unix.Fstat(ffd, &st); err == nil {
@@ -419,4 +422,17 @@ func (n *node) truncateAt(ctx context.Context, fd int, name string, size int64) 
 	}
 	n.fsys.refresh(n, key, writer(ctx))
 	return 0
+}
+
+// truncateAt empties dirfd/name.
+func truncateAt(dirfd int, name string) error {
+	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	err = unix.Ftruncate(fd, 0)
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	return err
 }
