@@ -33,7 +33,8 @@ fuzz:
 
 # Benchmarks: compare against baselines measured in the same run (see BENCHMARKS.md).
 bench:
-	$(GO) test ./versionstore ./toolapi -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME)
+	$(GO) test ./versionstore ./toolapi ./udiff -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME)
+	$(GO) test ./unix-socket -run '^$$' -bench SocketLatency -benchtime 1x
 	$(GO) test ./integration -run '^$$' -bench Overhead -benchtime 1x -timeout 30m -v
 
 # 30 s of shell writers and tool actors on one mount, plus the in-process races.
