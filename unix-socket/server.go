@@ -103,7 +103,25 @@ func (s *Server) Serve(l net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 	}
-	err := hs.Serve(l)
+	// Connections are read by the fast path first (fastpath.go); the ones
+	// it gives up are served by hs.
+	hand := newHandoff(l.Addr())
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					continue
+				}
+				hand.stop(err)
+				return
+			}
+			go s.serveConn(c, hand)
+		}
+	}()
+	err := hs.Serve(hand)
+	l.Close() // hs closed the hand-off listener: stop accepting too
 	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
