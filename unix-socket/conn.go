@@ -2,6 +2,7 @@ package unixsocket
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"strconv"
 	"sync"
 	"syscall"
@@ -134,26 +136,21 @@ func (p *connPool) post(ctx context.Context, path string, body []byte, decode fu
 	if err := w.Flush(); err != nil {
 		return fail(err)
 	}
-	resp, err := http.ReadResponse(cc.r, nil)
-	if err != nil {
-		return fail(err)
-	}
-	b, err := readBody(resp)
-	resp.Body.Close()
+	code, b, closing, err := readAnswer(cc.r)
 	if err != nil {
 		return fail(err)
 	}
 	// Only a connection whose cancel hook can no longer fire goes back to
 	// the pool: a late hook would break the next call made on it.
-	if stop() && !resp.Close {
+	if stop() && !closing {
 		p.put(cc)
 	} else {
 		cc.c.Close()
 	}
-	if resp.StatusCode != http.StatusOK {
+	if code != http.StatusOK {
 		var e ErrorBody
 		json.Unmarshal(b, &e)
-		return &APIError{Code: resp.StatusCode, Message: e.Error}
+		return &APIError{Code: code, Message: e.Error}
 	}
 	if err := decode(b); err != nil {
 		return fmt.Errorf("dshfs daemon: bad answer: %w", err)
@@ -170,12 +167,56 @@ func (p *connPool) close() {
 	p.idle = nil
 }
 
-// readBody reads a response body, sized by its Content-Length when given.
-func readBody(resp *http.Response) ([]byte, error) {
-	if n := resp.ContentLength; n >= 0 && n <= 1<<30 {
-		b := make([]byte, n)
-		_, err := io.ReadFull(resp.Body, b)
-		return b, err
+// readAnswer reads one HTTP/1.1 response: its status, its body (by
+// Content-Length, chunked, or to the end of the connection) and whether the
+// connection closes after it. It reads what the daemon writes, without
+// net/http's header maps.
+func readAnswer(br *bufio.Reader) (code int, body []byte, closing bool, err error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return 0, nil, false, err
 	}
-	return io.ReadAll(resp.Body)
+	proto, rest, _ := bytes.Cut(bytes.TrimRight(line, "\r\n"), []byte(" "))
+	status, _, _ := bytes.Cut(rest, []byte(" "))
+	if code, err = strconv.Atoi(string(status)); err != nil || !bytes.HasPrefix(proto, []byte("HTTP/1.")) {
+		return 0, nil, false, fmt.Errorf("dshfs daemon: bad status line %q", line)
+	}
+	closing = string(proto) == "HTTP/1.0"
+	length, chunked := int64(-1), false
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return 0, nil, false, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			break
+		}
+		name, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimSpace(value)
+		switch {
+		case asciiEqualFold(name, "content-length"):
+			if length, err = strconv.ParseInt(string(value), 10, 64); err != nil || length < 0 || length > 1<<30 {
+				return 0, nil, false, fmt.Errorf("dshfs daemon: bad Content-Length %q", value)
+			}
+		case asciiEqualFold(name, "transfer-encoding"):
+			chunked = asciiEqualFold(value, "chunked")
+		case asciiEqualFold(name, "connection"):
+			closing = closing || asciiEqualFold(value, "close")
+		}
+	}
+	switch {
+	case chunked:
+		body, err = io.ReadAll(httputil.NewChunkedReader(br))
+		if err == nil {
+			_, err = br.ReadSlice('\n') // the empty trailer
+		}
+	case length >= 0:
+		body = make([]byte, length)
+		_, err = io.ReadFull(br, body)
+	default:
+		body, err = io.ReadAll(br)
+		closing = true
+	}
+	return code, body, closing, err
 }

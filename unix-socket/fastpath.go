@@ -140,17 +140,19 @@ func (s *Server) fastCall(name string, body []byte) (code int, answer []byte) {
 		return http.StatusNotFound, errorJSON(fmt.Sprintf("unknown tool %q", name))
 	}
 	s.count(name)
-	b, ok := appendToolResult(nil, res)
-	if !ok {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(res); err != nil {
-			return http.StatusInternalServerError, errorJSON("encode the answer")
-		}
-		b = buf.Bytes()
+	bp := answerPool.Get().(*[]byte)
+	b, ok := appendToolResult((*bp)[:0], res)
+	if ok {
+		return http.StatusOK, b
 	}
-	return http.StatusOK, b
+	answerPool.Put(bp)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(res); err != nil {
+		return http.StatusInternalServerError, errorJSON("encode the answer")
+	}
+	return http.StatusOK, buf.Bytes()
 }
 
 func errorJSON(msg string) []byte {
@@ -158,9 +160,11 @@ func errorJSON(msg string) []byte {
 	return append(b, '\n')
 }
 
-// answer writes one response, head and body in one write.
+// answer writes one response, head and body in one writev, and returns
+// body's buffer to the pool.
 func (s *Server) answer(c net.Conn, code int, body []byte, closing bool) error {
-	b := make([]byte, 0, len(body)+128)
+	var hb [128]byte
+	b := hb[:0]
 	b = append(b, "HTTP/1.1 "...)
 	b = strconv.AppendInt(b, int64(code), 10)
 	b = append(b, ' ')
@@ -171,9 +175,13 @@ func (s *Server) answer(c net.Conn, code int, body []byte, closing bool) error {
 		b = append(b, "\r\nConnection: close"...)
 	}
 	b = append(b, "\r\n\r\n"...)
-	b = append(b, body...)
 	c.SetWriteDeadline(time.Now().Add(s.writeTimeout))
-	_, err := c.Write(b)
+	bufs := net.Buffers{b, body}
+	_, err := bufs.WriteTo(c)
+	if cap(body) <= 1<<20 {
+		body = body[:0]
+		answerPool.Put(&body)
+	}
 	return err
 }
 
