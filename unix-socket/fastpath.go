@@ -88,6 +88,13 @@ type head struct {
 // serveConn answers the tool calls on c until it closes, or hands c to
 // net/http at the first request the fast path does not take.
 func (s *Server) serveConn(c net.Conn, hand *handoff) {
+	defer func() {
+		// The daemon outlives any fault in one connection.
+		if r := recover(); r != nil {
+			s.cfg.Logger.Error("panic serving a connection", "panic", r)
+			c.Close()
+		}
+	}()
 	br := bufio.NewReaderSize(c, 16<<10)
 	for {
 		c.SetReadDeadline(time.Now().Add(2 * time.Minute)) // idle, then the head
