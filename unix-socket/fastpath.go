@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/dshfs/dshfs/toolapi"
 )
 
 // The fast path. A tool call is the hot path of the socket, and net/http's
@@ -128,7 +125,8 @@ func (s *Server) serveConn(c net.Conn, hand *handoff) {
 	}
 }
 
-// fastCall runs a tool call as the call handler does.
+// fastCall runs a tool call as the net/http route does; a panic becomes a
+// 500, as there.
 func (s *Server) fastCall(name string, body []byte) (code int, answer []byte) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -136,35 +134,7 @@ func (s *Server) fastCall(name string, body []byte) (code int, answer []byte) {
 			code, answer = http.StatusInternalServerError, errorJSON("internal error")
 		}
 	}()
-	var req ToolRequest
-	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&req); err != nil {
-		return http.StatusBadRequest, errorJSON("malformed JSON: " + err.Error())
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CallTimeout)
-	defer cancel()
-	res, err := s.cfg.Tools.Call(ctx, name, req)
-	if errors.Is(err, toolapi.ErrUnknownTool) {
-		return http.StatusNotFound, errorJSON(fmt.Sprintf("unknown tool %q", name))
-	}
-	s.count(name)
-	bp := answerPool.Get().(*[]byte)
-	b, ok := appendToolResult((*bp)[:0], res)
-	if ok {
-		return http.StatusOK, b
-	}
-	answerPool.Put(bp)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(res); err != nil {
-		return http.StatusInternalServerError, errorJSON("encode the answer")
-	}
-	return http.StatusOK, buf.Bytes()
-}
-
-func errorJSON(msg string) []byte {
-	b, _ := json.Marshal(ErrorBody{Error: msg})
-	return append(b, '\n')
+	return s.toolCall(context.Background(), name, bytes.NewReader(body))
 }
 
 // answer writes one response, head and body in one writev, and returns
@@ -185,10 +155,7 @@ func (s *Server) answer(c net.Conn, code int, body []byte, closing bool) error {
 	c.SetWriteDeadline(time.Now().Add(s.writeTimeout))
 	bufs := net.Buffers{b, body}
 	_, err := bufs.WriteTo(c)
-	if cap(body) <= 1<<20 {
-		body = body[:0]
-		answerPool.Put(&body)
-	}
+	putAnswer(body)
 	return err
 }
 

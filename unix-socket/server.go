@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -144,41 +145,62 @@ func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) call(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	code, b := s.toolCall(r.Context(), r.PathValue("name"), http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(code)
+	w.Write(b)
+	putAnswer(b)
+}
+
+// toolCall runs the tool name with the request in body and returns the
+// HTTP status and the JSON answer, in a buffer putAnswer may take back.
+// Both the net/http route and the fast path answer with it.
+func (s *Server) toolCall(ctx context.Context, name string, body io.Reader) (int, []byte) {
 	var req ToolRequest
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-	dec := json.NewDecoder(body)
-	if err := dec.Decode(&req); err != nil {
+	if err := json.NewDecoder(body).Decode(&req); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody))
-			return
+			return http.StatusRequestEntityTooLarge, errorJSON(fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody))
 		}
-		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
-		return
+		return http.StatusBadRequest, errorJSON("malformed JSON: " + err.Error())
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	res, err := s.cfg.Tools.Call(ctx, name, req)
 	if errors.Is(err, toolapi.ErrUnknownTool) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown tool %q", name))
-		return
+		return http.StatusNotFound, errorJSON(fmt.Sprintf("unknown tool %q", name))
 	}
 	s.count(name)
 	bp := answerPool.Get().(*[]byte)
-	b, ok := appendToolResult((*bp)[:0], res)
-	if !ok {
-		writeJSON(w, http.StatusOK, res)
-		return
+	if b, ok := appendToolResult((*bp)[:0], res); ok {
+		return http.StatusOK, b
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(http.StatusOK)
-	w.Write(b)
-	if cap(b) <= 1<<20 { // a huge answer's buffer is not worth keeping
-		*bp = b
-		answerPool.Put(bp)
+	answerPool.Put(bp)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(res); err != nil {
+		return http.StatusInternalServerError, errorJSON("encode the answer")
 	}
+	return http.StatusOK, buf.Bytes()
+}
+
+// putAnswer keeps an answer's buffer for the next one, unless it is huge.
+func putAnswer(b []byte) {
+	if cap(b) <= 1<<20 {
+		b = b[:0]
+		answerPool.Put(&b)
+	}
+}
+
+// errorJSON is the body writeError sends.
+func errorJSON(msg string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(ErrorBody{Error: msg})
+	return buf.Bytes()
 }
 
 var answerPool = sync.Pool{New: func() any { return new([]byte) }}
