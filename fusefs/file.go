@@ -100,9 +100,8 @@ func (h *handle) abandon(key string, w versionstore.Writer) {
 	owed := h.dirty
 	h.dirty = false
 	h.mu.Unlock()
-	if owed && h.n.fsys.dirty.done(h.n) {
-		_, err := h.n.fsys.store.Refresh(key, w)
-		h.n.fsys.logErr("commit version", key, err)
+	if owed {
+		h.n.fsys.dirtyDoneLocked(h.n, key, w)
 	}
 	unix.Close(h.fd)
 }

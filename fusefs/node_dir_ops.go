@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"context"
+	"errors"
 	"os"
 	"syscall"
 
@@ -48,10 +49,10 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	defer unlock()
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
 	n.noteSelfChild(name)
-	// An existing file (no O_EXCL) is truncated below, once its bytes are
-	// kept and it is marked dirty: not by the open.
+	// An existing file (no O_EXCL) is truncated below, once markDirty has
+	// kept its bytes: not by the open, which then changes nothing.
 	trunc := flags&syscall.O_TRUNC != 0
-	absent := n.fsys.store.Preserve(key)
+	absent := absentAt(fd, name)
 	ffd, err := unix.Openat(fd, name, int(flags&^syscall.O_TRUNC)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
@@ -114,7 +115,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 	unlock := n.fsys.store.Locks().Lock(key)
 	defer unlock()
 	n.noteSelfChild(name)
-	absent := n.fsys.store.Preserve(key)
+	absent := absentAt(fd, name) // else mknod fails: nothing to keep
 	if err := mknodat(fd, name, mode, int(rdev)); err != nil {
 		return nil, toErrno(err)
 	}
@@ -168,8 +169,8 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	unlock := n.fsys.store.Locks().Lock(key)
 	defer unlock()
 	n.noteSelfChild(name)
-	src.noteSelf() // its link count changes
-	absent := n.fsys.store.Preserve(key)
+	src.noteSelf()               // its link count changes
+	absent := absentAt(fd, name) // else link fails: nothing to keep
 	if err := unix.Linkat(sfd, sname, fd, name, 0); err != nil {
 		return nil, toErrno(err)
 	}
@@ -435,4 +436,10 @@ func truncateAt(dirfd int, name string) error {
 		err = cerr
 	}
 	return err
+}
+
+// absentAt reports whether dirfd holds nothing called name.
+func absentAt(dirfd int, name string) bool {
+	var st unix.Stat_t
+	return errors.Is(unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW), unix.ENOENT)
 }

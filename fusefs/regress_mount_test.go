@@ -23,8 +23,8 @@ func TestPreserveOfAFileBeingWrittenIsNotExternal(t *testing.T) {
 	for _, op := range []string{"unlink", "rename"} {
 		t.Run(op, func(t *testing.T) {
 			m := mountT(t)
-			m.reviewPut("f", "one\n")
-			m.reviewSee("f")
+			m.putBacking("f", "one\n")
+			m.seeFile("f")
 			f, err := os.OpenFile(filepath.Join(m.mnt, "f"), os.O_WRONLY|os.O_APPEND, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -65,8 +65,8 @@ func TestPreserveOfAFileBeingWrittenIsNotExternal(t *testing.T) {
 // the link existed then reports a conflict instead of removing the link.
 func TestSymlinkRenameIsNotAnUnknownChange(t *testing.T) {
 	m := mountT(t)
-	m.reviewPut("target.txt", "the target\n")
-	m.reviewSee("target.txt")
+	m.putBacking("target.txt", "the target\n")
+	m.seeFile("target.txt")
 	if _, err := m.store.Checkpoint("cp"); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestSymlinkRenameIsNotAnUnknownChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, _ := m.store.History("link")
-	res, err := m.store.Rewind(context.Background(), "cp", false, reviewMe, nil)
+	res, err := m.store.Rewind(context.Background(), "cp", false, rewinder, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,19 +91,19 @@ func TestSymlinkRenameIsNotAnUnknownChange(t *testing.T) {
 // is opened read-only.
 func TestCreateTruncKeepsBytesAndAttribution(t *testing.T) {
 	m := mountT(t)
-	m.reviewPut("f", "precious\n")
-	m.reviewSee("f")
+	m.putBacking("f", "precious\n")
+	m.seeFile("f")
 	for _, mode := range []int{os.O_WRONLY, os.O_RDONLY} {
 		f, err := os.OpenFile(filepath.Join(m.mnt, "f"), mode|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.Close()
-		if got, _ := m.reviewGet("f"); got != "" {
+		if got, _ := m.getBacking("f"); got != "" {
 			t.Fatalf("mode %d: f = %q after O_TRUNC", mode, got)
 		}
-		m.reviewPut("f", "precious\n")
-		m.reviewSee("f")
+		m.putBacking("f", "precious\n")
+		m.seeFile("f")
 	}
 	if !m.store.HasObject(versionstore.SumString("precious\n")) {
 		t.Fatal("the truncated bytes were not kept")

@@ -14,9 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var reviewMe = versionstore.Writer{Kind: versionstore.WriterRestore, Actor: "me"}
+var rewinder = versionstore.Writer{Kind: versionstore.WriterRestore, Actor: "me"}
 
-func (m *mounted) reviewPut(rel, content string) {
+func (m *mounted) putBacking(rel, content string) {
 	m.t.Helper()
 	p := filepath.Join(m.backing, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -27,13 +27,13 @@ func (m *mounted) reviewPut(rel, content string) {
 	}
 }
 
-func (m *mounted) reviewGet(rel string) (string, error) {
+func (m *mounted) getBacking(rel string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(m.backing, rel))
 	return string(b), err
 }
 
-// reviewSee has the store read rel, as a tool read would, so it knows the file.
-func (m *mounted) reviewSee(rel string) {
+// seeFile has the store read rel, as a tool read would, so it knows the file.
+func (m *mounted) seeFile(rel string) {
 	m.t.Helper()
 	tg, err := m.store.Resolve(rel, rel, "read")
 	if err != nil {
@@ -59,7 +59,7 @@ func TestFileAfterFifoAtTheSameNameIsKept(t *testing.T) {
 	if err := os.Remove(filepath.Join(m.backing, "p")); err != nil {
 		t.Fatal(err)
 	}
-	m.reviewPut("p", "precious\n")
+	m.putBacking("p", "precious\n")
 	deadline := time.Now().Add(3 * time.Second)
 	for {
 		if fi, err := os.Stat(filepath.Join(m.mnt, "p")); err == nil && fi.Mode().IsRegular() {
@@ -83,11 +83,11 @@ func TestFileAfterFifoAtTheSameNameIsKept(t *testing.T) {
 	if !m.store.HasObject(versionstore.SumString("precious\n")) {
 		t.Error("the bytes the file had were not kept before the mount changed it")
 	}
-	res, err := m.store.Rewind(context.Background(), "cp", false, reviewMe, nil)
+	res, err := m.store.Rewind(context.Background(), "cp", false, rewinder, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := m.reviewGet("p"); got != "precious\n" {
+	if got, err := m.getBacking("p"); got != "precious\n" {
 		t.Fatalf("rewind %+v: p = %q %v, want its bytes at the checkpoint", res, got, err)
 	}
 }
@@ -100,8 +100,8 @@ func TestFileAfterFifoAtTheSameNameIsKept(t *testing.T) {
 // old path are refused as stale for the life of the daemon.
 func TestDirRenameMovesWritersDirtyMark(t *testing.T) {
 	m := mountT(t)
-	m.reviewPut("d/f", "one\n")
-	m.reviewSee("d/f")
+	m.putBacking("d/f", "one\n")
+	m.seeFile("d/f")
 	if _, err := m.store.Checkpoint("cp"); err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +119,11 @@ func TestDirRenameMovesWritersDirtyMark(t *testing.T) {
 	if st, _ := m.store.Stats(); st.Dirty != 0 {
 		t.Errorf("%d files still marked dirty after every writer closed", st.Dirty)
 	}
-	res, err := m.store.Rewind(context.Background(), "cp", false, reviewMe, nil)
+	res, err := m.store.Rewind(context.Background(), "cp", false, rewinder, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := m.reviewGet("d/f"); got != "one\n" || res.Conflicts != 0 {
+	if got, _ := m.getBacking("d/f"); got != "one\n" || res.Conflicts != 0 {
 		t.Fatalf("rewind %+v: d/f = %q, want \"one\\n\" and no conflict", res, got)
 	}
 }
@@ -136,7 +136,7 @@ func TestDirRenameMovesWritersDirtyMark(t *testing.T) {
 // it are refused as stale").
 func TestRenameKeepsOpenWriterDirty(t *testing.T) {
 	m := mountT(t)
-	m.reviewPut("app.log", "start\n")
+	m.putBacking("app.log", "start\n")
 	f, err := os.OpenFile(filepath.Join(m.mnt, "app.log"), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestRenameKeepsOpenWriterDirty(t *testing.T) {
 	_, werr := m.store.WriteText(context.Background(), tg, "tool\n", versionstore.Intent{}, versionstore.ToolWriter("agent"))
 	f.WriteString("2\n")
 	if werr == nil {
-		got, _ := m.reviewGet("app.log.1")
+		got, _ := m.getBacking("app.log.1")
 		t.Fatalf("a tool write replaced a file still open for writing; the writer's later bytes are lost (file = %q)", got)
 	}
 }
@@ -165,17 +165,17 @@ func TestRenameKeepsOpenWriterDirty(t *testing.T) {
 // the paths nor reports them as conflicts.
 func TestExchangeFileWithDirectory(t *testing.T) {
 	m := mountT(t)
-	m.reviewPut("a", "A\n")
-	m.reviewPut("b/x", "X\n")
-	m.reviewSee("a")
-	m.reviewSee("b/x")
+	m.putBacking("a", "A\n")
+	m.putBacking("b/x", "X\n")
+	m.seeFile("a")
+	m.seeFile("b/x")
 	if _, err := m.store.Checkpoint("cp"); err != nil {
 		t.Fatal(err)
 	}
 	if err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(m.mnt, "a"), unix.AT_FDCWD, filepath.Join(m.mnt, "b"), unix.RENAME_EXCHANGE); err != nil {
 		t.Skipf("RENAME_EXCHANGE: %v", err)
 	}
-	res, err := m.store.Rewind(context.Background(), "cp", false, reviewMe, nil)
+	res, err := m.store.Rewind(context.Background(), "cp", false, rewinder, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestExchangeFileWithDirectory(t *testing.T) {
 		}
 	}
 	for rel, want := range map[string]string{"a": "A\n", "b/x": "X\n"} {
-		if got, _ := m.reviewGet(rel); got != want && !conflict[rel] {
+		if got, _ := m.getBacking(rel); got != want && !conflict[rel] {
 			t.Errorf("after rewind %s = %q, want %q or a conflict (rewind %+v)", rel, got, want, res)
 		}
 	}

@@ -62,6 +62,11 @@ func (f *FS) dirtyDone(n *node, w versionstore.Writer) {
 	}
 	unlock := f.store.Locks().Lock(key)
 	defer unlock()
+	f.dirtyDoneLocked(n, key, w)
+}
+
+// dirtyDoneLocked is dirtyDone for a caller holding key's lock.
+func (f *FS) dirtyDoneLocked(n *node, key string, w versionstore.Writer) {
 	if f.dirty.done(n) {
 		_, err := f.store.Refresh(key, w)
 		f.logErr("commit version", key, err)

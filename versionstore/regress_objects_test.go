@@ -52,13 +52,13 @@ func TestCollectedObjectIsNotKeptNotCorrupt(t *testing.T) {
 	// Free pages, so the collection below needs no remap (which would wait
 	// for the reader).
 	must(t, ts.db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucket([]byte("review-pad"))
+		b, err := tx.CreateBucket([]byte("pad"))
 		if err != nil {
 			return err
 		}
 		return b.Put([]byte("pad"), make([]byte, 8<<20))
 	}))
-	must(t, ts.db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("review-pad")) }))
+	must(t, ts.db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("pad")) }))
 
 	tx, err := ts.db.Begin(false) // a reader (Object, Show, Diff) in flight
 	must(t, err)
