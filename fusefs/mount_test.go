@@ -5,10 +5,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/dshfs/dshfs/internal/testfuse"
 	"github.com/dshfs/dshfs/versionstore"
 	"github.com/hanwen/go-fuse/v2/posixtest"
 )
@@ -29,25 +29,11 @@ type mounted struct {
 	fs      *FS
 }
 
-// requireFUSE skips without /dev/fuse or root outside CI, and fails in CI,
-// where a skipped mount test would hide a broken mount.
-func requireFUSE(t *testing.T) {
-	t.Helper()
-	_, err := os.Stat("/dev/fuse")
-	if err == nil && os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("mount tests need /dev/fuse and root in CI (stat /dev/fuse: %v, euid %d)", err, os.Geteuid())
-	}
-	t.Skip("needs /dev/fuse and root")
-}
-
 // mountT mounts a workspace in t.TempDir() and unmounts it at cleanup, even
 // when the test fails.
 func mountT(t *testing.T, opts ...func(*Options)) *mounted {
 	t.Helper()
-	requireFUSE(t)
+	testfuse.Require(t)
 	m := &mounted{t: t, backing: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
 	if err := os.Mkdir(m.mnt, 0o755); err != nil {
 		t.Fatal(err)
@@ -79,19 +65,11 @@ func mountT(t *testing.T, opts ...func(*Options)) *mounted {
 		if err := m.store.Close(); err != nil {
 			t.Errorf("close store: %v", err)
 		}
-		if mounted, _ := isMounted(m.mnt); mounted {
+		if testfuse.Mounted(m.mnt) {
 			t.Errorf("%s is still mounted", m.mnt)
 		}
 	})
 	return m
-}
-
-func isMounted(dir string) (bool, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false, err
-	}
-	return strings.Contains(string(b), " "+dir+" "), nil
 }
 
 // TestPosix runs go-fuse's POSIX conformance suite against the mount, every

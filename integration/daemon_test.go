@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dshfs/dshfs/internal/testfuse"
 )
 
 // `dshfs mount` returns once the daemon serves; `status` lists it; a daemon
@@ -17,7 +19,7 @@ import (
 // recovers, with the actor's observations kept and a file changed while the
 // daemon was down detected as changed; `unmount` ends it.
 func TestDaemonRestartRecovery(t *testing.T) {
-	requireFUSE(t)
+	testfuse.Require(t)
 	backing, mnt, state := t.TempDir(), filepath.Join(t.TempDir(), "mnt"), t.TempDir()
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
@@ -76,7 +78,7 @@ func TestDaemonRestartRecovery(t *testing.T) {
 		t.Fatalf("the change made while down is not in the log as external:\n%s", log)
 	}
 	run(0, "unmount", mnt)
-	if b, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(b), " "+mnt+" ") {
+	if testfuse.Mounted(mnt) {
 		t.Fatal("still mounted after unmount")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshfs/dshfs/internal/testfuse"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
@@ -25,7 +26,7 @@ import (
 // tools (schemas equal to GET /v1/tools), and runs read → write → edit →
 // stale edit against a running mount.
 func TestMCP(t *testing.T) {
-	requireFUSE(t)
+	testfuse.Require(t)
 	backing, mnt, state := t.TempDir(), filepath.Join(t.TempDir(), "mnt"), t.TempDir()
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)

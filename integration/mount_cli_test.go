@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dshfs/dshfs/fusefs"
+	"github.com/dshfs/dshfs/internal/testfuse"
 	"github.com/dshfs/dshfs/versionstore"
 	"golang.org/x/sys/unix"
 )
@@ -18,7 +19,7 @@ import (
 // `dshfs mount --foreground` serves the mount, keeps its index outside the
 // workspace (and out of the mount), and on SIGTERM commits and unmounts.
 func TestMountCommandLifecycle(t *testing.T) {
-	requireFUSE(t)
+	testfuse.Require(t)
 	backing, mnt, state := t.TempDir(), filepath.Join(t.TempDir(), "mnt"), t.TempDir()
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
@@ -104,8 +105,7 @@ func waitMounted(t *testing.T, mnt string, want bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile("/proc/self/mountinfo")
-		if strings.Contains(string(b), " "+mnt+" ") == want {
+		if testfuse.Mounted(mnt) == want {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -116,7 +116,7 @@ func waitMounted(t *testing.T, mnt string, want bool) {
 // A mount point inside the backing directory would deadlock; it is refused
 // with a plain explanation.
 func TestMountPointInsideBackingRefused(t *testing.T) {
-	requireFUSE(t)
+	testfuse.Require(t)
 	backing := t.TempDir()
 	store, err := versionstore.Open(backing, filepath.Join(t.TempDir(), "index.db"), versionstore.Options{})
 	if err != nil {

@@ -8,10 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/dshfs/dshfs/fusefs"
+	"github.com/dshfs/dshfs/internal/testfuse"
 	"github.com/dshfs/dshfs/policy"
 	"github.com/dshfs/dshfs/toolapi"
 	"github.com/dshfs/dshfs/versionstore"
@@ -28,25 +28,11 @@ type workspace struct {
 	svc     *toolapi.Service
 }
 
-// requireFUSE skips without /dev/fuse or root outside CI and fails in CI,
-// where a skipped mount test would hide a broken mount.
-func requireFUSE(t *testing.T) {
-	t.Helper()
-	_, err := os.Stat("/dev/fuse")
-	if err == nil && os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("mount tests need /dev/fuse and root in CI (stat /dev/fuse: %v, euid %d)", err, os.Geteuid())
-	}
-	t.Skip("needs /dev/fuse and root")
-}
-
 // mountWorkspace mounts a fresh workspace under t.TempDir() and unmounts it
 // at cleanup, even when the test fails.
 func mountWorkspace(t *testing.T) *workspace {
 	t.Helper()
-	requireFUSE(t)
+	testfuse.Require(t)
 	w := &workspace{t: t, backing: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
 	if err := os.Mkdir(w.mnt, 0o755); err != nil {
 		t.Fatal(err)
@@ -78,7 +64,7 @@ func mountWorkspace(t *testing.T) *workspace {
 		if err := w.store.Close(); err != nil {
 			t.Errorf("close store: %v", err)
 		}
-		if b, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(b), " "+w.mnt+" ") {
+		if testfuse.Mounted(w.mnt) {
 			t.Errorf("%s is still mounted", w.mnt)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dshfs/dshfs/internal/testfuse"
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/sys/unix"
 )
@@ -13,7 +14,7 @@ import (
 // the real binary, a real mount in the script's work directory, real shell
 // writes. Each script's mount is detached at cleanup even if it fails.
 func TestScripts(t *testing.T) {
-	requireFUSE(t)
+	testfuse.Require(t)
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
@@ -22,7 +23,7 @@ func TestScripts(t *testing.T) {
 			mnt := filepath.Join(env.WorkDir, "mnt")
 			env.Setenv("MNT", mnt)
 			env.Defer(func() {
-				if b, _ := os.ReadFile("/proc/self/mountinfo"); len(b) > 0 {
+				if testfuse.Mounted(mnt) {
 					unix.Unmount(mnt, unix.MNT_DETACH)
 				}
 			})

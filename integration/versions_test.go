@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dshfs/dshfs/internal/testfuse"
 	"github.com/dshfs/dshfs/versionstore"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
@@ -15,7 +16,7 @@ import (
 // is restorable to its original bytes with `dshfs show` and `dshfs restore`;
 // a damaged object is reported by both and never written back.
 func TestRestorePreexistingAndCorruptObject(t *testing.T) {
-	requireFUSE(t)
+	testfuse.Require(t)
 	backing, mnt, state := t.TempDir(), filepath.Join(t.TempDir(), "mnt"), t.TempDir()
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
