@@ -328,8 +328,8 @@ func TestRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.StoredBytes > budget || res.Removed+int(ts.retain.stored.Load()) == 0 {
-		t.Fatalf("gc: %+v", res)
+	if res.StoredBytes > budget {
+		t.Fatalf("gc left the store over budget: %+v", res)
 	}
 	var stored int64
 	ts.db.View(func(tx *bolt.Tx) error { stored = storedBytes(tx); return nil })
