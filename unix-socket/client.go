@@ -46,11 +46,14 @@ func (c *Client) Tools(ctx context.Context) ([]ToolDef, error) {
 // Call runs a tool. A tool failure is a result with IsError, not an error.
 func (c *Client) Call(ctx context.Context, name string, req ToolRequest) (ToolResult, error) {
 	var out ToolResult
-	b, err := json.Marshal(req)
-	if err != nil {
-		return out, err
+	b, ok := appendToolRequest(make([]byte, 0, 64+len(req.Actor)+len(req.Cwd)+len(req.Arguments)), req)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(req); err != nil {
+			return out, err
+		}
 	}
-	err = c.calls.post(ctx, "/v1/tools/"+url.PathEscape(name), b, func(b []byte) error { return decodeToolResult(b, &out) })
+	err := c.calls.post(ctx, "/v1/tools/"+url.PathEscape(name), b, func(b []byte) error { return decodeToolResult(b, &out) })
 	var apiErr *APIError
 	if err != nil && !errors.As(err, &apiErr) {
 		err = fmt.Errorf("reach the dshfs daemon at %s: %w", c.Socket, err)

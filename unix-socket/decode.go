@@ -154,6 +154,9 @@ func (p *parser) str() (string, bool) {
 	start := p.i
 	// The common case: no escapes, valid UTF-8.
 	for p.i < len(p.b) {
+		if p.i = plainRunAt(p.b, p.i); p.i == len(p.b) {
+			break
+		}
 		c := p.b[p.i]
 		if c == '"' {
 			s := p.b[start:p.i]
@@ -183,24 +186,29 @@ func (p *parser) str() (string, bool) {
 		}
 		break
 	}
-	buf := make([]byte, 0, end-start)
-	buf = append(buf, p.b[start:p.i]...)
+	// A Builder's String does not copy.
+	var buf strings.Builder
+	buf.Grow(end - start)
+	buf.Write(p.b[start:p.i])
 	for p.i < len(p.b) {
 		j := p.i
-		for j < len(p.b) && p.b[j] != '"' && p.b[j] != '\\' && p.b[j] >= 0x20 {
+		for j < len(p.b) {
+			if j = plainRunAt(p.b, j); j == len(p.b) || p.b[j] == '"' || p.b[j] == '\\' || p.b[j] < 0x20 {
+				break
+			}
 			j++
 		}
-		buf = append(buf, p.b[p.i:j]...) // the run up to the next escape
+		buf.Write(p.b[p.i:j]) // the run up to the next escape
 		p.i = j
 		if j == len(p.b) || p.b[j] < 0x20 {
 			return "", false
 		}
 		if p.b[j] == '"' {
 			p.i++
-			if !utf8.Valid(buf) {
+			if !utf8.ValidString(buf.String()) {
 				return "", false
 			}
-			return string(buf), true
+			return buf.String(), true
 		}
 		if p.i+1 >= len(p.b) {
 			return "", false
@@ -209,17 +217,17 @@ func (p *parser) str() (string, bool) {
 		p.i += 2
 		switch e {
 		case '"', '\\', '/':
-			buf = append(buf, e)
+			buf.WriteByte(e)
 		case 'b':
-			buf = append(buf, '\b')
+			buf.WriteByte('\b')
 		case 'f':
-			buf = append(buf, '\f')
+			buf.WriteByte('\f')
 		case 'n':
-			buf = append(buf, '\n')
+			buf.WriteByte('\n')
 		case 'r':
-			buf = append(buf, '\r')
+			buf.WriteByte('\r')
 		case 't':
-			buf = append(buf, '\t')
+			buf.WriteByte('\t')
 		case 'u':
 			r, ok := p.hex4()
 			if !ok {
@@ -234,14 +242,14 @@ func (p *parser) str() (string, bool) {
 						return "", false
 					}
 					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-						buf = utf8.AppendRune(buf, d)
+						buf.WriteRune(d)
 						continue
 					}
 					p.i = save
 				}
 				r = utf8.RuneError
 			}
-			buf = utf8.AppendRune(buf, r)
+			buf.WriteRune(r)
 		default:
 			return "", false
 		}
@@ -344,4 +352,58 @@ func (p *parser) scalar(start int) ([]byte, bool) {
 		end--
 	}
 	return p.b[start:end], end > start
+}
+
+// decodeToolRequest decodes a tool call's request as
+// json.NewDecoder(bytes.NewReader(b)).Decode does, in one pass for the
+// requests harnesses send (actor, cwd and arguments, each at most once);
+// anything else is left to encoding/json, which also words the errors. The
+// request keeps nothing of b.
+func decodeToolRequest(b []byte, out *ToolRequest) error {
+	var r ToolRequest
+	if fastToolRequest(b, &r) {
+		*out = r
+		return nil
+	}
+	return json.NewDecoder(bytes.NewReader(b)).Decode(out)
+}
+
+// fastToolRequest reports whether it decoded b.
+func fastToolRequest(b []byte, r *ToolRequest) bool {
+	keys := [...]string{"actor", "cwd", "arguments"}
+	var seen [len(keys)]bool
+	p := parser{b: b}
+	if !p.byte('{') {
+		return false
+	}
+	for {
+		key, ok := p.plainString()
+		if !ok || !p.byte(':') {
+			return false
+		}
+		i := slices.Index(keys[:], key)
+		if i < 0 || seen[i] {
+			return false // other keys match regardless of case, or are ignored: encoding/json's
+		}
+		seen[i] = true
+		switch key {
+		case "actor":
+			r.Actor, ok = p.str()
+		case "cwd":
+			r.Cwd, ok = p.str()
+		case "arguments":
+			var raw []byte
+			raw, ok = p.skip()
+			ok = ok && string(raw) != "null" && json.Valid(raw)
+			r.Arguments = bytes.Clone(raw)
+		}
+		if !ok {
+			return false
+		}
+		if p.peekIs(',') {
+			p.i++
+			continue
+		}
+		return p.byte('}') && p.end()
+	}
 }

@@ -23,7 +23,10 @@ import (
 // the bytes already read, is handed to net/http for good. Both answer tool
 // calls with the same bytes.
 
-const maxHead = 64 << 10 // bytes of request line and headers the fast path reads
+const (
+	maxHead     = 64 << 10 // bytes of request line and headers the fast path reads
+	maxKeptBody = 64 << 10 // a connection keeps its body buffer up to this size
+)
 
 // handoff is the listener net/http serves: the connections serveConn gives
 // up.
@@ -93,6 +96,7 @@ func (s *Server) serveConn(c net.Conn, hand *handoff) {
 		}
 	}()
 	br := bufio.NewReaderSize(c, 16<<10)
+	var body []byte // the request body, reused while small
 	for {
 		c.SetReadDeadline(time.Now().Add(2 * time.Minute)) // idle, then the head
 		h, fast, err := readHead(br)
@@ -112,12 +116,18 @@ func (s *Server) serveConn(c net.Conn, hand *handoff) {
 			return
 		}
 		c.SetReadDeadline(time.Now().Add(2 * time.Minute))
-		body := make([]byte, h.contentLength)
+		if int64(cap(body)) < h.contentLength {
+			body = make([]byte, h.contentLength)
+		}
+		body = body[:h.contentLength]
 		if _, err := io.ReadFull(br, body); err != nil {
 			c.Close()
 			return
 		}
 		code, answer := s.fastCall(h.tool, body)
+		if cap(body) > maxKeptBody {
+			body = nil // a large write's buffer is not kept while the connection idles
+		}
 		if err := s.answer(c, code, answer, h.close); err != nil || h.close {
 			c.Close()
 			return
@@ -134,7 +144,7 @@ func (s *Server) fastCall(name string, body []byte) (code int, answer []byte) {
 			code, answer = http.StatusInternalServerError, errorJSON("internal error")
 		}
 	}()
-	return s.toolCall(context.Background(), name, bytes.NewReader(body))
+	return s.toolCall(context.Background(), name, body)
 }
 
 // answer writes one response, head and body in one writev, and returns

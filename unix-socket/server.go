@@ -145,7 +145,18 @@ func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) call(w http.ResponseWriter, r *http.Request) {
-	code, b := s.toolCall(r.Context(), r.PathValue("name"), http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	var code int
+	var b []byte
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		code, b = http.StatusRequestEntityTooLarge, errorJSON(fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody))
+	case err != nil:
+		code, b = http.StatusBadRequest, errorJSON("malformed JSON: "+err.Error())
+	default:
+		code, b = s.toolCall(r.Context(), r.PathValue("name"), body)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(code)
@@ -155,14 +166,11 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 
 // toolCall runs the tool name with the request in body and returns the
 // HTTP status and the JSON answer, in a buffer putAnswer may take back.
-// Both the net/http route and the fast path answer with it.
-func (s *Server) toolCall(ctx context.Context, name string, body io.Reader) (int, []byte) {
+// Both the net/http route and the fast path answer with it. The request
+// keeps nothing of body.
+func (s *Server) toolCall(ctx context.Context, name string, body []byte) (int, []byte) {
 	var req ToolRequest
-	if err := json.NewDecoder(body).Decode(&req); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return http.StatusRequestEntityTooLarge, errorJSON(fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody))
-		}
+	if err := decodeToolRequest(body, &req); err != nil {
 		return http.StatusBadRequest, errorJSON("malformed JSON: " + err.Error())
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
