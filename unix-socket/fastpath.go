@@ -97,25 +97,26 @@ func (s *Server) serveConn(c net.Conn, hand *handoff) {
 	}()
 	br := bufio.NewReaderSize(c, 16<<10)
 	var body []byte // the request body, reused while small
+	reading, writing := lazyDeadline{set: c.SetReadDeadline}, lazyDeadline{set: c.SetWriteDeadline}
 	for {
-		c.SetReadDeadline(time.Now().Add(2 * time.Minute)) // idle, then the head
+		reading.extend(2 * time.Minute) // idle, then the head
 		h, fast, err := readHead(br)
 		if err != nil {
 			c.Close()
 			return
 		}
 		if !fast {
-			c.SetReadDeadline(time.Time{})
+			reading.clear()
 			rest, _ := br.Peek(br.Buffered())
 			hand.give(&prefixConn{Conn: c, r: io.MultiReader(bytes.NewReader(append(h.raw, rest...)), c)})
 			return
 		}
 		if h.contentLength > s.cfg.MaxBody {
-			s.answer(c, http.StatusRequestEntityTooLarge, errorJSON(fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody)), true)
+			s.answer(c, &writing, http.StatusRequestEntityTooLarge, errorJSON(fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody)), true)
 			c.Close()
 			return
 		}
-		c.SetReadDeadline(time.Now().Add(2 * time.Minute))
+		reading.extend(2 * time.Minute)
 		if int64(cap(body)) < h.contentLength {
 			body = make([]byte, h.contentLength)
 		}
@@ -128,7 +129,7 @@ func (s *Server) serveConn(c net.Conn, hand *handoff) {
 		if cap(body) > maxKeptBody {
 			body = nil // a large write's buffer is not kept while the connection idles
 		}
-		if err := s.answer(c, code, answer, h.close); err != nil || h.close {
+		if err := s.answer(c, &writing, code, answer, h.close); err != nil || h.close {
 			c.Close()
 			return
 		}
@@ -149,7 +150,7 @@ func (s *Server) fastCall(name string, body []byte) (code int, answer []byte) {
 
 // answer writes one response, head and body in one writev, and returns
 // body's buffer to the pool.
-func (s *Server) answer(c net.Conn, code int, body []byte, closing bool) error {
+func (s *Server) answer(c net.Conn, writing *lazyDeadline, code int, body []byte, closing bool) error {
 	var hb [128]byte
 	b := hb[:0]
 	b = append(b, "HTTP/1.1 "...)
@@ -162,11 +163,31 @@ func (s *Server) answer(c net.Conn, code int, body []byte, closing bool) error {
 		b = append(b, "\r\nConnection: close"...)
 	}
 	b = append(b, "\r\n\r\n"...)
-	c.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+	writing.extend(s.writeTimeout)
 	bufs := net.Buffers{b, body}
 	_, err := bufs.WriteTo(c)
 	putAnswer(body)
 	return err
+}
+
+// lazyDeadline sets one of a connection's deadlines to d from now, but
+// moves it only once it has fallen a second behind: a busy connection
+// updates its timer about once a second rather than at every request.
+type lazyDeadline struct {
+	at  time.Time
+	set func(time.Time) error
+}
+
+func (l *lazyDeadline) extend(d time.Duration) {
+	if at := time.Now().Add(d); at.Sub(l.at) > time.Second {
+		l.at = at
+		l.set(at)
+	}
+}
+
+func (l *lazyDeadline) clear() {
+	l.at = time.Time{}
+	l.set(l.at)
 }
 
 // readHead reads a request's line and headers. fast says the fast path

@@ -96,3 +96,28 @@ func TestFastPathAndHandOff(t *testing.T) {
 		t.Fatal("the connection did not keep serving after faults")
 	}
 }
+
+// A deadline moves only once it has fallen a second behind, and clear
+// always clears it.
+func TestLazyDeadline(t *testing.T) {
+	var sets []time.Time
+	l := lazyDeadline{set: func(at time.Time) error { sets = append(sets, at); return nil }}
+	l.extend(time.Minute)
+	l.extend(time.Minute)
+	if len(sets) != 1 || time.Until(sets[0]) < 59*time.Second {
+		t.Fatalf("first extend: sets %v", sets)
+	}
+	l.extend(time.Minute + 2*time.Second)
+	if len(sets) != 2 || !sets[1].After(sets[0].Add(time.Second)) {
+		t.Fatalf("a deadline two seconds behind was not moved: sets %v", sets)
+	}
+	l.clear()
+	l.clear()
+	if len(sets) != 4 || !sets[3].IsZero() {
+		t.Fatalf("clear: sets %v", sets)
+	}
+	l.extend(time.Minute)
+	if len(sets) != 5 {
+		t.Fatalf("extend after clear did not set: sets %v", sets)
+	}
+}
