@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,10 +12,7 @@ import (
 	"net/http/httputil"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Tool calls are the hot path: a harness makes thousands. net/http's
@@ -32,10 +28,11 @@ import (
 const idleLimit = 30 * time.Second
 
 type callConn struct {
-	c    net.Conn
-	r    *bufio.Reader
-	w    *bufio.Writer
-	used time.Time
+	c        net.Conn
+	r        *bufio.Reader
+	w        *bufio.Writer
+	used     time.Time
+	deadline bool // a deadline is set on c
 }
 
 // connPool keeps idle call connections.
@@ -45,52 +42,25 @@ type connPool struct {
 	idle   []*callConn
 }
 
-func (p *connPool) get(ctx context.Context) (*callConn, error) {
-	for {
-		p.mu.Lock()
-		if len(p.idle) == 0 {
-			p.mu.Unlock()
-			break
-		}
-		cc := p.idle[len(p.idle)-1]
+// get returns an idle connection (pooled) or a new one.
+func (p *connPool) get(ctx context.Context) (cc *callConn, pooled bool, err error) {
+	p.mu.Lock()
+	for len(p.idle) > 0 {
+		cc = p.idle[len(p.idle)-1]
 		p.idle = p.idle[:len(p.idle)-1]
-		p.mu.Unlock()
-		if time.Since(cc.used) < idleLimit && cc.alive() {
-			return cc, nil
+		if time.Since(cc.used) < idleLimit {
+			p.mu.Unlock()
+			return cc, true, nil
 		}
 		cc.c.Close()
 	}
+	p.mu.Unlock()
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", p.socket)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return &callConn{c: c, r: bufio.NewReaderSize(c, 32<<10), w: bufio.NewWriterSize(c, 32<<10)}, nil
-}
-
-// alive reports whether the daemon still holds its end of an idle
-// connection (one that restarted has closed it): a peek that would block
-// says yes; end of file, data nobody asked for, or an error say no.
-func (cc *callConn) alive() bool {
-	if cc.r.Buffered() > 0 {
-		return false
-	}
-	sc, ok := cc.c.(syscall.Conn)
-	if !ok {
-		return true
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	alive := false
-	var buf [1]byte
-	rc.Read(func(fd uintptr) bool {
-		_, _, err := unix.Recvfrom(int(fd), buf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		alive = errors.Is(err, unix.EAGAIN)
-		return true // never wait
-	})
-	return alive
+	return &callConn{c: c, r: bufio.NewReaderSize(c, 32<<10), w: bufio.NewWriterSize(c, 32<<10)}, false, nil
 }
 
 func (p *connPool) put(cc *callConn) {
@@ -107,24 +77,41 @@ func (p *connPool) put(cc *callConn) {
 // post sends body to path on a pooled connection and hands the body of a
 // 200 answer to decode. The connection goes back to the pool only after a
 // complete exchange.
+//
+// A pooled connection may be one the daemon has closed since (it restarted,
+// or it went away): writing to it fails, and the daemon, which acts only on
+// a complete request, never saw this one. So a request that could not be
+// written on a pooled connection is sent again, once, on a new one; the
+// idle connections, dead too most likely, are dropped. Checking each idle
+// connection before use instead would cost a system call on every call.
 func (p *connPool) post(ctx context.Context, path string, body []byte, decode func([]byte) error) error {
-	cc, err := p.get(ctx)
-	if err != nil {
-		return err
+	for {
+		cc, pooled, err := p.get(ctx)
+		if err != nil {
+			return err
+		}
+		written, err := p.exchange(ctx, cc, path, body, decode)
+		if written || !pooled || ctx.Err() != nil {
+			return err
+		}
+		p.close()
 	}
+}
+
+// exchange makes one request on cc. written reports whether the request
+// left in full: when it did not, the daemon cannot have acted on it.
+func (p *connPool) exchange(ctx context.Context, cc *callConn, path string, body []byte, decode func([]byte) error) (written bool, err error) {
 	if dl, ok := ctx.Deadline(); ok {
 		cc.c.SetDeadline(dl)
-	} else {
+		cc.deadline = true
+	} else if cc.deadline {
 		cc.c.SetDeadline(time.Time{})
+		cc.deadline = false
 	}
-	stop := context.AfterFunc(ctx, func() { cc.c.SetDeadline(time.Unix(1, 0)) })
-	w := cc.w
-	w.WriteString("POST ")
-	w.WriteString(path)
-	w.WriteString(" HTTP/1.1\r\nHost: dshfs\r\nContent-Type: application/json\r\nContent-Length: ")
-	w.WriteString(strconv.Itoa(len(body)))
-	w.WriteString("\r\n\r\n")
-	w.Write(body)
+	stop := func() bool { return true }
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { cc.c.SetDeadline(time.Unix(1, 0)) })
+	}
 	fail := func(err error) error {
 		stop()
 		cc.c.Close()
@@ -133,12 +120,19 @@ func (p *connPool) post(ctx context.Context, path string, body []byte, decode fu
 		}
 		return err
 	}
+	w := cc.w
+	w.WriteString("POST ")
+	w.WriteString(path)
+	w.WriteString(" HTTP/1.1\r\nHost: dshfs\r\nContent-Type: application/json\r\nContent-Length: ")
+	w.WriteString(strconv.Itoa(len(body)))
+	w.WriteString("\r\n\r\n")
+	w.Write(body)
 	if err := w.Flush(); err != nil {
-		return fail(err)
+		return false, fail(err)
 	}
 	code, b, closing, err := readAnswer(cc.r)
 	if err != nil {
-		return fail(err)
+		return true, fail(err)
 	}
 	// Only a connection whose cancel hook can no longer fire goes back to
 	// the pool: a late hook would break the next call made on it.
@@ -150,12 +144,12 @@ func (p *connPool) post(ctx context.Context, path string, body []byte, decode fu
 	if code != http.StatusOK {
 		var e ErrorBody
 		json.Unmarshal(b, &e)
-		return &APIError{Code: code, Message: e.Error}
+		return true, &APIError{Code: code, Message: e.Error}
 	}
 	if err := decode(b); err != nil {
-		return fmt.Errorf("dshfs daemon: bad answer: %w", err)
+		return true, fmt.Errorf("dshfs daemon: bad answer: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 func (p *connPool) close() {

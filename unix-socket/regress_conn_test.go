@@ -3,10 +3,13 @@
 package unixsocket
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -89,5 +92,55 @@ func TestPooledConnAfterDaemonRestart(t *testing.T) {
 	defer second.Close()
 	if err := p.post(context.Background(), "/v1/tools/read", []byte(`{}`), nop); err != nil {
 		t.Fatalf("first call after the daemon restarted: %v", err)
+	}
+}
+
+// A request is sent again only when it could not be written. One the
+// daemon received and then failed to answer (it went away mid-call) may
+// have been carried out, so it is reported, never repeated: a repeated
+// write or edit would land twice.
+func TestReceivedRequestIsNotRepeated(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var requests atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					if requests.Add(1) > 1 {
+						return // received, then gone without an answer
+					}
+					c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{\"text\":\"ok\"}"))
+				}
+			}()
+		}
+	}()
+	p := &connPool{socket: sock}
+	defer p.close()
+	nop := func([]byte) error { return nil }
+	if err := p.post(context.Background(), "/v1/tools/edit", []byte(`{}`), nop); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.post(context.Background(), "/v1/tools/edit", []byte(`{}`), nop); err == nil {
+		t.Fatal("a call the daemon never answered succeeded")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := requests.Load(); n != 2 {
+		t.Fatalf("the daemon received %d requests, want 2: the unanswered one was sent again", n)
 	}
 }
