@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,10 +108,38 @@ func BenchmarkSocketLatency(b *testing.B) {
 			sock, loc := sameProcess(tool)
 			report(tool, sock, loc)
 		}
+		res, _ := d.svc.Call(ctx, "read", toolapi.Request{Actor: "bench", Arguments: latencyRead})
+		answer, _ := appendToolResult(nil, res)
+		echo := startEcho(b)
+		floor := func(name string, run func(synced bool, n int) []time.Duration) {
+			var raw, synced []time.Duration
+			echo.reset()
+			for i := 0; i < latencyCalls; i += 10 {
+				raw = append(raw, run(false, 10)...)
+				synced = append(synced, run(true, 10)...)
+			}
+			b.ReportMetric(percentile(raw, 0.5), "raw"+name+"-p50-µs")
+			b.ReportMetric(percentile(synced, 0.5)-percentile(echo.worked(), 0.5), "raw-fsync"+name+"-p50-µs")
+		}
+		conn, err := net.Dial("unix", echo.socket)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close()
+		ex := newExchanger(conn)
+		floor("", func(synced bool, n int) (times []time.Duration) {
+			for range n {
+				t0 := time.Now()
+				if err := ex.exchange(len(answer), synced); err != nil {
+					b.Fatal(err)
+				}
+				times = append(times, time.Since(t0))
+			}
+			return times
+		})
 
 		// The client in a process of its own, in blocks of ten calls
 		// alternating with ten in-process ones.
-		echo := startEcho(b)
 		child := startLatencyClient(b, d.socket, echo.socket)
 		const block = 10
 		for _, tool := range []string{"read", "edit"} {
@@ -122,17 +151,13 @@ func BenchmarkSocketLatency(b *testing.B) {
 				}
 			}
 			report(tool+"-xproc", sock, loc)
-
 		}
-		res, _ := d.svc.Call(ctx, "read", toolapi.Request{Actor: "bench", Arguments: latencyRead})
-		answer, _ := appendToolResult(nil, res)
-		var raw, synced []time.Duration
-		for i := 0; i < latencyCalls; i += block {
-			raw = append(raw, child.run(b, "raw-"+strconv.Itoa(len(answer)), block)...)
-			synced = append(synced, child.run(b, "rawsync-"+strconv.Itoa(len(answer)), block)...)
-		}
-		b.ReportMetric(percentile(raw, 0.5), "raw-xproc-p50-µs")
-		b.ReportMetric(percentile(synced, 0.5)-percentile(echo.work, 0.5), "raw-fsync-xproc-p50-µs")
+		floor("-xproc", func(synced bool, n int) []time.Duration {
+			if synced {
+				return child.run(b, "rawsync-"+strconv.Itoa(len(answer)), n)
+			}
+			return child.run(b, "raw-"+strconv.Itoa(len(answer)), n)
+		})
 	}
 }
 
@@ -148,7 +173,20 @@ func percentile(l []time.Duration, q float64) float64 {
 // first.
 type echoServer struct {
 	socket string
+	mu     sync.Mutex
 	work   []time.Duration // how long each write and fsync took
+}
+
+func (e *echoServer) reset() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.work = nil
+}
+
+func (e *echoServer) worked() []time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.work)
 }
 
 func startEcho(tb testing.TB) *echoServer {
@@ -187,7 +225,9 @@ func startEcho(tb testing.TB) *echoServer {
 						if err := f.Sync(); err != nil {
 							return
 						}
-						e.work = append(e.work, time.Since(t0)) // one client: no lock
+						e.mu.Lock()
+						e.work = append(e.work, time.Since(t0))
+						e.mu.Unlock()
 					}
 					if _, err := c.Write(answer[:min(size, uint64(len(answer)))]); err != nil {
 						return
@@ -252,17 +292,42 @@ func (c *latencyChild) run(tb testing.TB, tool string, n int) []time.Duration {
 	return times
 }
 
+// exchanger makes the floor's exchanges with the echo server.
+type exchanger struct {
+	c               net.Conn
+	request, answer []byte
+}
+
+func newExchanger(c net.Conn) *exchanger {
+	return &exchanger{c: c, request: make([]byte, 200), answer: make([]byte, 1<<20)}
+}
+
+// exchange sends a request for size bytes, after a write and fsync if
+// synced, and reads the answer.
+func (e *exchanger) exchange(size int, synced bool) error {
+	binary.LittleEndian.PutUint64(e.request, uint64(size))
+	e.request[8] = 0
+	if synced {
+		e.request[8] = 1
+	}
+	if _, err := e.c.Write(e.request); err != nil {
+		return err
+	}
+	_, err := io.ReadFull(e.c, e.answer[:size])
+	return err
+}
+
 // latencyClient is the client process: it reads "TOOL N" lines, makes N
 // calls, and writes their times in ns on one line.
 func latencyClient(socket, echo string) error {
 	client := NewClient(socket)
 	defer client.CloseIdle()
-	raw, err := net.Dial("unix", echo)
+	conn, err := net.Dial("unix", echo)
 	if err != nil {
 		return err
 	}
-	defer raw.Close()
-	request, answer := make([]byte, 200), make([]byte, 1<<20)
+	defer conn.Close()
+	ex := newExchanger(conn)
 	ctx := context.Background()
 	edits := 0
 	in := bufio.NewScanner(os.Stdin)
@@ -274,20 +339,16 @@ func latencyClient(socket, echo string) error {
 			return fmt.Errorf("bad command %q", in.Text())
 		}
 		size, isRaw := strings.CutPrefix(tool, "raw-")
-		request[8] = 0
+		synced := false
 		if sz, ok := strings.CutPrefix(tool, "rawsync-"); ok {
-			size, isRaw, request[8] = sz, true, 1
+			size, isRaw, synced = sz, true, true
 		}
 		answerSize, _ := strconv.Atoi(size)
-		binary.LittleEndian.PutUint64(request, uint64(answerSize))
 		for range n {
 			t0 := time.Now()
 			switch {
 			case isRaw:
-				if _, err := raw.Write(request); err != nil {
-					return err
-				}
-				if _, err := io.ReadFull(raw, answer[:answerSize]); err != nil {
+				if err := ex.exchange(answerSize, synced); err != nil {
 					return err
 				}
 			default:
