@@ -81,9 +81,10 @@ func (p *connPool) put(cc *callConn) {
 // A pooled connection may be one the daemon has closed since (it restarted,
 // or it went away): writing to it fails, and the daemon, which acts only on
 // a complete request, never saw this one. So a request that could not be
-// written on a pooled connection is sent again, once, on a new one; the
-// idle connections, dead too most likely, are dropped. Checking each idle
-// connection before use instead would cost a system call on every call.
+// written on a pooled connection, and got no answer, is sent again, once,
+// on a new one; the idle connections, dead too most likely, are dropped.
+// Checking each idle connection before use instead would cost a system call
+// on every call.
 func (p *connPool) post(ctx context.Context, path string, body []byte, decode func([]byte) error) error {
 	for {
 		cc, pooled, err := p.get(ctx)
@@ -128,7 +129,16 @@ func (p *connPool) exchange(ctx context.Context, cc *callConn, path string, body
 	w.WriteString("\r\n\r\n")
 	w.Write(body)
 	if err := w.Flush(); err != nil {
-		return false, fail(err)
+		// The daemon may have answered before it stopped reading (a body
+		// over its limit gets 413 and the connection closed): then it saw
+		// the request, and its answer says more than a broken pipe.
+		code, b, ok := answerAfterFailedWrite(ctx, cc)
+		if !ok {
+			return false, fail(err)
+		}
+		stop()
+		cc.c.Close()
+		return true, answerError(code, b)
 	}
 	code, b, closing, err := readAnswer(cc.r)
 	if err != nil {
@@ -142,14 +152,32 @@ func (p *connPool) exchange(ctx context.Context, cc *callConn, path string, body
 		cc.c.Close()
 	}
 	if code != http.StatusOK {
-		var e ErrorBody
-		json.Unmarshal(b, &e)
-		return true, &APIError{Code: code, Message: e.Error}
+		return true, answerError(code, b)
 	}
 	if err := decode(b); err != nil {
 		return true, fmt.Errorf("dshfs daemon: bad answer: %w", err)
 	}
 	return true, nil
+}
+
+// answerAfterFailedWrite reads an answer the daemon may have sent before a
+// write to it failed. A daemon that went away sent none: end of file at
+// once. It reports only an error answer: a request not read in full cannot
+// have succeeded.
+func answerAfterFailedWrite(ctx context.Context, cc *callConn) (code int, body []byte, ok bool) {
+	if ctx.Err() != nil {
+		return 0, nil, false
+	}
+	cc.c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	code, body, _, err := readAnswer(cc.r)
+	return code, body, err == nil && code != http.StatusOK
+}
+
+// answerError is the error of a 4xx or 5xx answer.
+func answerError(code int, body []byte) error {
+	var e ErrorBody
+	json.Unmarshal(body, &e)
+	return &APIError{Code: code, Message: e.Error}
 }
 
 func (p *connPool) close() {

@@ -98,8 +98,9 @@ func fastToolResult(b []byte, r *ToolResult) bool {
 }
 
 type parser struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	depth int // the deepest nesting skip has passed through
 }
 
 func (p *parser) ws() {
@@ -316,6 +317,7 @@ func (p *parser) skip() ([]byte, bool) {
 			}
 		case c == '{' || c == '[':
 			depth++
+			p.depth = max(p.depth, depth)
 		case c == '}' || c == ']':
 			if depth == 0 {
 				return p.scalar(start)
@@ -368,6 +370,10 @@ func decodeToolRequest(b []byte, out *ToolRequest) error {
 	return json.NewDecoder(bytes.NewReader(b)).Decode(out)
 }
 
+// maxArgumentsDepth is the nesting of arguments past which the request is
+// left to encoding/json: far below its limit, far above any tool's needs.
+const maxArgumentsDepth = 1000
+
 // fastToolRequest reports whether it decoded b.
 func fastToolRequest(b []byte, r *ToolRequest) bool {
 	keys := [...]string{"actor", "cwd", "arguments"}
@@ -394,7 +400,9 @@ func fastToolRequest(b []byte, r *ToolRequest) bool {
 		case "arguments":
 			var raw []byte
 			raw, ok = p.skip()
-			ok = ok && string(raw) != "null" && json.Valid(raw)
+			// encoding/json refuses nesting past 10,000 levels, the
+			// request's own included; json.Valid counts only the value's.
+			ok = ok && p.depth < maxArgumentsDepth && string(raw) != "null" && json.Valid(raw)
 			r.Arguments = bytes.Clone(raw)
 		}
 		if !ok {

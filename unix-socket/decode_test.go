@@ -124,6 +124,8 @@ func TestDecodeToolRequestMatchesEncodingJSON(t *testing.T) {
 		``,
 		`[]`,
 		"{\"actor\":\"\xff\",\"arguments\":{}}",
+		`{"arguments":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`, // past encoding/json's depth
+		`{"arguments":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}`,
 	}
 	fast := 0
 	for _, c := range cases {

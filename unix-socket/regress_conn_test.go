@@ -5,10 +5,14 @@ package unixsocket
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -142,5 +146,77 @@ func TestReceivedRequestIsNotRepeated(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if n := requests.Load(); n != 2 {
 		t.Fatalf("the daemon received %d requests, want 2: the unanswered one was sent again", n)
+	}
+}
+
+// A body over the daemon's limit is answered 413 before it is read, and the
+// connection closed: the client's write then fails. The typed client
+// reported the broken pipe instead of the answer, and on a pooled
+// connection sent the whole body again on a new one, as if the daemon had
+// never seen it.
+func TestOversizedBodyGetsTheAnswer(t *testing.T) {
+	d := startDaemon(t, 1024)
+	big := json.RawMessage(`{"file_path":"big","content":"` + strings.Repeat("x", 4<<20) + `"}`)
+	check := func(what string) {
+		_, err := d.client.Call(context.Background(), "write", ToolRequest{Actor: "a", Arguments: big})
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) || apiErr.Code != http.StatusRequestEntityTooLarge || !strings.Contains(apiErr.Message, "request body over 1024 bytes") {
+			t.Fatalf("%s: %v, want the daemon's 413", what, err)
+		}
+	}
+	check("on a new connection")
+	d.call(t, "a", "read", `{"file_path":"nothing"}`) // leaves a connection in the pool
+	check("on a pooled connection")
+	if _, err := os.Stat(filepath.Join(d.ws, "big")); !os.IsNotExist(err) {
+		t.Fatalf("the refused write landed: %v", err)
+	}
+
+	// The same against a bare server that counts requests: the refused
+	// request is not sent twice.
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var heads atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					heads.Add(1)
+					if req.ContentLength > 1024 {
+						c.Write([]byte("HTTP/1.1 413 Request Entity Too Large\r\nContent-Length: 16\r\nConnection: close\r\n\r\n{\"error\":\"big\"}\n"))
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{\"text\":\"ok\"}"))
+				}
+			}()
+		}
+	}()
+	p := &connPool{socket: sock}
+	defer p.close()
+	nop := func([]byte) error { return nil }
+	if err := p.post(context.Background(), "/v1/tools/read", []byte(`{}`), nop); err != nil {
+		t.Fatal(err)
+	}
+	err = p.post(context.Background(), "/v1/tools/write", big, nop)
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized request on a pooled connection: %v, want the 413", err)
+	}
+	if n := heads.Load(); n != 2 {
+		t.Fatalf("the server read %d request heads, want 2: the refused request was sent again", n)
 	}
 }
