@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,9 +28,11 @@ func callCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "call",
 		Usage:     "call a tool of a running mount and print exactly what the model sees",
-		ArgsUsage: "TOOL 'JSON-ARGUMENTS'",
+		ArgsUsage: "TOOL 'JSON-ARGUMENTS' | TOOL -",
 		Description: "Finds the mount from the current directory (or --mount / --socket). Exit status 1 when the\n" +
-			"tool returns an error.\n\nExample: dshfs call --actor me read '{\"file_path\":\"main.go\"}'",
+			"tool returns an error. '-' reads the arguments from standard input: a command line holds at most\n" +
+			"128 KiB in one argument, a file's content may need more.\n\n" +
+			"Example: dshfs call --actor me read '{\"file_path\":\"main.go\"}'",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Usage: "the daemon's socket", Destination: &o.Socket},
 			&cli.StringFlag{Name: "mount", Usage: "the mount point (default: the mount holding the current directory)", Destination: &o.Mount},
@@ -41,13 +44,20 @@ func callCommand() *cli.Command {
 			if c.NArg() != 2 {
 				return cli.Exit("call takes a tool name and its JSON arguments, e.g. call read '{\"file_path\":\"a.txt\"}'", exitUsage)
 			}
-			return runCall(c.Context, o, c.Args().Get(0), c.Args().Get(1))
+			args := []byte(c.Args().Get(1))
+			if c.Args().Get(1) == "-" {
+				var err error
+				if args, err = io.ReadAll(os.Stdin); err != nil {
+					return cli.Exit("read the arguments from standard input: "+err.Error(), exitFailure)
+				}
+			}
+			return runCall(c.Context, o, c.Args().Get(0), args)
 		},
 	}
 }
 
-func runCall(ctx context.Context, o callOptions, tool, args string) error {
-	if !json.Valid([]byte(args)) {
+func runCall(ctx context.Context, o callOptions, tool string, args []byte) error {
+	if !json.Valid(args) {
 		return cli.Exit("the arguments are not valid JSON", exitUsage)
 	}
 	wd, _ := os.Getwd()
