@@ -13,6 +13,9 @@ type fingerprint struct {
 	Size    int64  `json:"size"`
 	MtimeNs int64  `json:"mtime_ns"`
 	CtimeNs int64  `json:"ctime_ns"`
+	// Perm is the file's permission bits, for a file recreated later (a
+	// chmod changes the ctime anyway, so it adds no false changes).
+	Perm fs.FileMode `json:"perm,omitempty"`
 }
 
 // racyWindow is how close to the moment of recording a timestamp may be
@@ -24,7 +27,7 @@ const racyWindow = 2 * time.Second
 
 func fingerprintOf(fi fs.FileInfo) fingerprint {
 	ino, ctime := inodeAndCtime(fi)
-	return fingerprint{Ino: ino, Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(), CtimeNs: ctime}
+	return fingerprint{Ino: ino, Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(), CtimeNs: ctime, Perm: fi.Mode().Perm()}
 }
 
 // racy reports whether fp, taken at recordedNs, is too close to its own

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -38,6 +39,9 @@ type record struct {
 	// HistFirst and HistNext bound the live history sequence numbers [first, next).
 	HistFirst uint64 `json:"hist_first"`
 	HistNext  uint64 `json:"hist_next"`
+	// Perm is the permission bits the file last had, kept when it is
+	// deleted: a restore that recreates it gives them back. Zero: unknown.
+	Perm fs.FileMode `json:"perm,omitempty"`
 }
 
 // WriterKind says who produced a version.

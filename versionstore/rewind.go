@@ -197,6 +197,8 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []b
 	perm := s.fileMode
 	if cur.fi != nil {
 		perm = cur.fi.Mode().Perm()
+	} else if last := s.lastPerm(t.Key); last != 0 {
+		perm = last // a deleted file comes back as it was
 	}
 	fi, err := s.publish(ctx, t, "restore", data, perm, &cur, cur.fi == nil)
 	if err != nil {
@@ -212,6 +214,19 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []b
 		keep = data // stays kept, whatever a collection did since it was read
 	}
 	return res, s.commitAfter(t.Key, cur, change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at, created: cur.fi == nil, data: keep})
+}
+
+// lastPerm is the permission bits the index last saw key with; zero if it
+// never saw them.
+func (s *Store) lastPerm(key string) fs.FileMode {
+	var perm fs.FileMode
+	s.db.View(func(tx *bolt.Tx) error {
+		if r, found, err := getRecord(tx, key); err == nil && found {
+			perm = r.Perm
+		}
+		return nil
+	})
+	return perm
 }
 
 // commitAfter records what snap found and then c, in one transaction.

@@ -385,3 +385,54 @@ func TestCheckpointSeesOutsideChangesFirst(t *testing.T) {
 		t.Fatalf("f.txt = %q after rewind, want its bytes at the checkpoint", got)
 	}
 }
+
+// A restore that recreates a deleted file gives it the permission bits the
+// file last had, not the default mode: an executable comes back executable,
+// also after a chmod the index learnt of only when the file was about to go.
+func TestRestoreRecreatesPermissionBits(t *testing.T) {
+	ts := openTestStore(t)
+	for _, c := range []struct {
+		name       string
+		first, now os.FileMode // at the first sighting, just before removal
+	}{{"run.sh", 0o755, 0o755}, {"tool", 0o644, 0o700}} {
+		ts.put(c.name, "#!/bin/sh\n")
+		if err := os.Chmod(ts.path(c.name), c.first); err != nil {
+			t.Fatal(err)
+		}
+		v := ts.version(c.name) // seen: recorded with its bits
+		if err := os.Chmod(ts.path(c.name), c.now); err != nil {
+			t.Fatal(err)
+		}
+		ts.Preserve(c.name) // what the mount does before removing a file
+		if err := os.Remove(ts.path(c.name)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ts.Refresh(c.name, Writer{Kind: WriterMount}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ts.Restore(context.Background(), ts.target(c.name), v, ToolWriter("me")); err != nil {
+			t.Fatalf("restore %s: %v", c.name, err)
+		}
+		fi, err := os.Stat(ts.path(c.name))
+		if err != nil || fi.Mode().Perm() != c.now {
+			t.Fatalf("%s recreated with %v (%v), want %v", c.name, fi.Mode().Perm(), err, c.now)
+		}
+	}
+	// A file whose bits the index never saw gets the default mode.
+	ts.put("plain.txt", "x\n")
+	v := ts.version("plain.txt")
+	ts.Preserve("plain.txt")
+	ts.db.Update(func(tx *bolt.Tx) error { // as an index from before the bits were recorded
+		r, _, err := getRecord(tx, "plain.txt")
+		r.Perm = 0
+		return errors.Join(err, putRecord(tx, "plain.txt", r))
+	})
+	os.Remove(ts.path("plain.txt"))
+	ts.Refresh("plain.txt", Writer{Kind: WriterMount})
+	if _, err := ts.Restore(context.Background(), ts.target("plain.txt"), v, ToolWriter("me")); err != nil {
+		t.Fatalf("restore plain.txt: %v", err)
+	}
+	if fi, err := os.Stat(ts.path("plain.txt")); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("plain.txt recreated: %v %v, want 0644", fi, err)
+	}
+}

@@ -68,6 +68,9 @@ func (s *Store) record(tx *bolt.Tx, key string, c change) error {
 		}
 	}
 	r.Version, r.FP, r.Recorded = c.version, c.fp, c.at.UnixNano()
+	if c.fp.Perm != 0 {
+		r.Perm = c.fp.Perm
+	}
 	return putRecord(tx, key, r)
 }
 
