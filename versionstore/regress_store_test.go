@@ -1,3 +1,5 @@
+// Regression tests: each comment says what used to go wrong.
+
 package versionstore
 
 import (
