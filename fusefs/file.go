@@ -70,6 +70,8 @@ func (h *handle) markDirty(ctx context.Context, key string, wrote bool) {
 	h.mu.Unlock()
 	if first {
 		h.n.fsys.dirtyAdd(h.n, key)
+	} else {
+		h.n.fsys.dirty.owe(h.n)
 	}
 }
 
@@ -78,17 +80,21 @@ func (h *handle) markDirty(ctx context.Context, key string, wrote bool) {
 // or fsync commits only after bytes were written: a shell redirect closes a
 // duplicate of the new descriptor before writing, and the empty file it
 // would record is not a version anyone meant. Release commits whatever is
-// owed.
+// owed. Until then the handle, open for writing, stays dirty: a tool's
+// publish would leave its later writes in the replaced inode.
 func (h *handle) commit(release bool) {
 	h.mu.Lock()
 	owed := h.dirty && (h.wrote || release)
 	w := h.writer
 	if owed {
-		h.dirty, h.wrote = false, false
+		h.dirty, h.wrote = !release, false
 	}
 	h.mu.Unlock()
-	if owed {
+	switch {
+	case owed && release:
 		h.n.fsys.dirtyDone(h.n, w)
+	case owed:
+		h.n.fsys.dirtyCommit(h.n, w)
 	}
 }
 
@@ -170,6 +176,17 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	// symlink swapped into the backing tree from redirecting the open.
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
 	trunc := flags&syscall.O_TRUNC != 0
+	writable := flags&syscall.O_ACCMODE != syscall.O_RDONLY
+	key, keyed := n.key()
+	if writable && keyed {
+		// A writer holding the file open blocks tool mutations until it
+		// closes: a tool's publish would leave its later writes in the
+		// replaced inode, lost. So the open itself runs under the file's
+		// lock, or a publish could swap the name's inode between the open
+		// and the mark.
+		unlock := n.fsys.store.Locks().Lock(key)
+		defer unlock()
+	}
 	ffd, err := unix.Openat(fd, name, int(flags&^syscall.O_TRUNC)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, 0, toErrno(err)
@@ -179,20 +196,22 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		return nil, 0, errno
 	}
 	h := newHandle(n, ffd)
-	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
-		// A writer holding the file open blocks tool mutations until it
-		// closes: a tool's publish would leave its later writes in the
-		// replaced inode, lost. Truncation by O_TRUNC (with
-		// ATOMIC_O_TRUNC it comes here, not as a SETATTR) is a write too.
-		errno := h.change(ctx, false, func() syscall.Errno {
-			if trunc {
-				return toErrno(unix.Ftruncate(ffd, 0))
+	if writable {
+		if keyed {
+			h.markDirty(ctx, key, false)
+			n.fsys.noteSelfKey(key)
+		}
+		// Truncation by O_TRUNC (with ATOMIC_O_TRUNC it comes here, not as
+		// a SETATTR) is a write too.
+		if trunc {
+			if err := unix.Ftruncate(ffd, 0); err != nil {
+				if keyed {
+					h.abandon(key, writer(ctx))
+				} else {
+					unix.Close(ffd)
+				}
+				return nil, 0, toErrno(err)
 			}
-			return 0
-		})
-		if errno != 0 {
-			unix.Close(ffd)
-			return nil, 0, errno
 		}
 	}
 	if n.keepCache(ffd) {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dshfs/dshfs/internal/testfuse"
 	"github.com/dshfs/dshfs/versionstore"
@@ -83,5 +84,23 @@ func TestPosix(t *testing.T) {
 			m := mountT(t)
 			fn(t, m.mnt)
 		})
+	}
+}
+
+// waitUnmarked waits, up to 2 s, for the store's dirty marks to clear: the
+// kernel releases a closed file after close(2) returns. It returns how many
+// are left.
+func (m *mounted) waitUnmarked() int {
+	m.t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		st, err := m.store.Stats()
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		if st.Dirty == 0 || time.Now().After(deadline) {
+			return st.Dirty
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -116,8 +117,8 @@ func TestDirRenameMovesWritersDirtyMark(t *testing.T) {
 	f.WriteString("three\n")
 	f.Close()
 
-	if st, _ := m.store.Stats(); st.Dirty != 0 {
-		t.Errorf("%d files still marked dirty after every writer closed", st.Dirty)
+	if n := m.waitUnmarked(); n != 0 {
+		t.Errorf("%d files still marked dirty after every writer closed", n)
 	}
 	res, err := m.store.Rewind(context.Background(), "cp", false, rewinder, nil)
 	if err != nil {
@@ -189,5 +190,107 @@ func TestExchangeFileWithDirectory(t *testing.T) {
 		if got, _ := m.getBacking(rel); got != want && !conflict[rel] {
 			t.Errorf("after rewind %s = %q, want %q or a conflict (rewind %+v)", rel, got, want, res)
 		}
+	}
+}
+
+// A flush or fsync committed the file's version and cleared its dirty mark
+// while the file stayed open for writing: a log appender that fsyncs, an
+// editor that keeps the file open, or a shell whose child closes a dup of
+// the descriptor. A tool write then replaced the file, and the writer's
+// later bytes went to the replaced inode, lost.
+func TestWriterStaysMarkedAfterFsyncAndFlush(t *testing.T) {
+	m := mountT(t)
+	toolWrite := func(rel string) error {
+		tg, err := m.store.Resolve(rel, rel, "write")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = m.store.WriteText(context.Background(), tg, "tool\n", versionstore.Intent{}, versionstore.ToolWriter("agent"))
+		return err
+	}
+	for _, how := range []string{"fsync", "a dup closed"} {
+		f, err := os.OpenFile(filepath.Join(m.mnt, "log.txt"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString("line1\n")
+		if how == "fsync" {
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			dup, err := unix.Dup(int(f.Fd()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			unix.Close(dup) // a FLUSH; the file stays open
+		}
+		if h, _ := m.store.History("log.txt"); len(h) == 0 || h[0].Version != versionstore.SumString("line1\n") {
+			t.Fatalf("after %s: history %+v, want line1 committed", how, h)
+		}
+		werr := toolWrite("log.txt")
+		f.WriteString("line2\n")
+		f.Close()
+		if werr == nil {
+			t.Fatalf("after %s: a tool write replaced a file still open for writing", how)
+		}
+		if n := m.waitUnmarked(); n != 0 {
+			t.Fatalf("after %s: %d marks left after the writer closed", how, n)
+		}
+		if got, _ := m.getBacking("log.txt"); got != "line1\nline2\n" {
+			t.Fatalf("after %s: file %q, want both lines", how, got)
+		}
+		if err := toolWrite("log.txt"); err != nil {
+			t.Fatalf("after %s and close: tool write refused: %v", how, err)
+		}
+	}
+}
+
+// An open for writing through the mount checked, before taking the file's
+// lock, that the name still meant the kernel's inode. A tool publishing the
+// file in that window renamed a new inode over the name: the handle kept
+// the old one, marked the file dirty, and every write went to the unlinked
+// inode.
+func TestOpenForWriteRacingAToolPublish(t *testing.T) {
+	m := mountT(t)
+	m.putBacking("f", "old\n")
+	if _, err := os.Stat(filepath.Join(m.mnt, "f")); err != nil { // the kernel knows the old inode
+		t.Fatal(err)
+	}
+	big := strings.Repeat("abcdefghij", 4<<20) // long enough a publish to open into
+	tg, err := m.store.Resolve("f", "f", "write")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.store.WriteText(context.Background(), tg, big, versionstore.Intent{}, versionstore.ToolWriter("agent"))
+		done <- err
+	}()
+	// Open once the tool's temporary file exists, that is, while it holds
+	// the lock and before its rename.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ents, _ := os.ReadDir(m.backing)
+		if len(ents) > 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tool's temporary file never appeared")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	f, err := os.OpenFile(filepath.Join(m.mnt, "f"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("SHELL"), 0)
+	f.Close()
+	got, _ := m.getBacking("f")
+	if !strings.HasPrefix(got, "SHELL") {
+		t.Fatalf("the shell's write through the mount landed nowhere (file starts %q)", got[:min(len(got), 10)])
 	}
 }

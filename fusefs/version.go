@@ -7,23 +7,49 @@ import (
 	"github.com/dshfs/dshfs/versionstore"
 )
 
-// dirtySet counts, per node, the open handles that changed the file and have
-// not committed. The store's dirty mark is set by the first and cleared by
-// the last, so a tool mutation is refused while any of them has unflushed
-// writes. Counts change only under the file's versionstore lock.
+// dirtySet counts, per node, the handles open for writing (and those that
+// changed the file through a truncating open or a SETATTR) until they are
+// released. The store's dirty mark is set by the first and cleared by the
+// last, so a tool mutation is refused while any of them is open: a tool's
+// publish would leave their later writes in the replaced inode. owed says
+// the file changed since its version was last committed. Counts change only
+// under the file's versionstore lock.
 type dirtySet struct {
-	mu sync.Mutex
-	n  map[*node]int
+	mu   sync.Mutex
+	n    map[*node]int
+	owed map[*node]bool
 }
 
 func (d *dirtySet) add(n *node) (first bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.n == nil {
-		d.n = make(map[*node]int)
+		d.n, d.owed = make(map[*node]int), make(map[*node]bool)
 	}
 	d.n[n]++
+	d.owed[n] = true
 	return d.n[n] == 1
+}
+
+// owe notes a change to n, if n is in the set, and reports whether it is.
+func (d *dirtySet) owe(n *node) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.n[n] == 0 {
+		return false
+	}
+	d.owed[n] = true
+	return true
+}
+
+// paid notes that n's version was committed, and reports whether it was
+// owed.
+func (d *dirtySet) paid(n *node) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	owed := d.owed[n]
+	delete(d.owed, n)
+	return owed
 }
 
 func (d *dirtySet) done(n *node) (last bool) {
@@ -52,12 +78,14 @@ func (f *FS) dirtyAdd(n *node, key string) {
 	}
 }
 
-// dirtyDone is called when a handle that changed n commits; the last one
-// records the version of the bytes on disk, written by w.
+// dirtyDone is called when a handle in the dirty set is released; the last
+// one records the version of the bytes on disk, written by w, if it changed
+// since the last commit, and clears the mark.
 func (f *FS) dirtyDone(n *node, w versionstore.Writer) {
 	key, ok := n.key()
 	if !ok {
 		f.dirty.done(n)
+		f.dirty.paid(n)
 		return
 	}
 	unlock := f.store.Locks().Lock(key)
@@ -67,17 +95,41 @@ func (f *FS) dirtyDone(n *node, w versionstore.Writer) {
 
 // dirtyDoneLocked is dirtyDone for a caller holding key's lock.
 func (f *FS) dirtyDoneLocked(n *node, key string, w versionstore.Writer) {
-	if f.dirty.done(n) {
-		_, err := f.store.Refresh(key, w)
-		f.logErr("commit version", key, err)
+	if !f.dirty.done(n) {
+		return
 	}
+	if !f.dirty.paid(n) {
+		f.store.Unmark(key) // committed at the last flush, unchanged since
+		return
+	}
+	_, err := f.store.Refresh(key, w)
+	f.logErr("commit version", key, err)
+}
+
+// dirtyCommit records the version of the bytes on disk, written by w, while
+// handles stay open for writing (a flush or fsync): the store's mark is set
+// again under the same lock, so no tool mutation slips in between.
+func (f *FS) dirtyCommit(n *node, w versionstore.Writer) {
+	key, ok := n.key()
+	if !ok {
+		return
+	}
+	unlock := f.store.Locks().Lock(key)
+	defer unlock()
+	if !f.dirty.has(n) {
+		return // released meanwhile: its commit was the last
+	}
+	f.dirty.paid(n)
+	_, err := f.store.Refresh(key, w)
+	f.logErr("commit version", key, err)
+	f.logErr("mark dirty", key, f.store.MarkDirty(key))
 }
 
 // refresh records the version of key after a change made in one operation
 // (a truncate, a link, an unlink), unless open handles are still changing
 // it: their last commit will. Callers hold key's lock.
 func (f *FS) refresh(n *node, key string, w versionstore.Writer) {
-	if n != nil && f.dirty.has(n) {
+	if n != nil && f.dirty.owe(n) {
 		return
 	}
 	_, err := f.store.Refresh(key, w)

@@ -76,6 +76,10 @@ func (s *Store) DirtySince(t time.Time) []string {
 	return keys
 }
 
+// Unmark drops key's dirty mark: the mount's writers of key are done, and
+// its version was committed since their last change.
+func (s *Store) Unmark(key string) { s.clearDirty(key) }
+
 // clearDirty drops key's dirty mark without committing a version.
 func (s *Store) clearDirty(key string) {
 	s.mount.mu.Lock()

@@ -144,6 +144,7 @@ func (s *Store) Restore(ctx context.Context, t Target, v Version, w Writer) (Res
 	}
 	var res RestoreResult
 	defer s.published(t.Key, &res.To)
+	s.awaitWriters(ctx, t.Key)
 	unlock := s.locks.Lock(t.Key)
 	defer unlock()
 	res, err = s.putBackLocked(ctx, t, v, data, nil, w)
@@ -337,6 +338,7 @@ func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRu
 			s.onPublish(key) // after the unlock: the kernel's view of key is stale
 		}
 	}()
+	s.awaitWriters(ctx, key)
 	unlock := s.locks.Lock(key)
 	defer unlock()
 	s.flushPending()

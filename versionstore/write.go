@@ -68,6 +68,7 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 		return res, aborted("write")
 	}
 	defer s.published(t.Key, &res.Version) // after the unlock below
+	s.awaitWriters(ctx, t.Key)
 	unlock := s.locks.Lock(t.Key)
 	defer unlock()
 	s.flushPending()
@@ -145,6 +146,7 @@ func (s *Store) EditText(ctx context.Context, t Target, e Edit, expected *Versio
 		return res, aborted("edit")
 	}
 	defer s.published(t.Key, &res.Version) // after the unlock below
+	s.awaitWriters(ctx, t.Key)
 	unlock := s.locks.Lock(t.Key)
 	defer unlock()
 	s.flushPending()
@@ -411,4 +413,22 @@ func (s *Store) createFailure(t Target, err error) error {
 		return overwriteUnread(t.Display)
 	}
 	return osError("write", t.Display, err)
+}
+
+// writerGrace is how long a tool mutation waits for the mount's writers of
+// its file to let go before it is refused: the kernel releases a closed
+// file after close(2) has returned, so a shell command that just finished
+// may still hold the mark for a moment.
+const writerGrace = 250 * time.Millisecond
+
+// awaitWriters waits, up to writerGrace and without the file's lock, for
+// key's dirty mark to clear. The caller checks it again under the lock.
+func (s *Store) awaitWriters(ctx context.Context, key string) {
+	if !s.dirty(key) {
+		return
+	}
+	deadline := time.Now().Add(writerGrace)
+	for s.dirty(key) && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(2 * time.Millisecond)
+	}
 }
