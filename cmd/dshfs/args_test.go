@@ -19,3 +19,4 @@ func TestHoistFlags(t *testing.T) {
 		}
 	}
 }
+

@@ -68,9 +68,10 @@ func mountCommand() *cli.Command {
 			if !o.Foreground {
 				return daemonize(o, c.App.Name)
 			}
-			err := runMount(o)
-			if err != nil && o.ReadyFd > 0 {
-				reportReady(o.ReadyFd, err) // the waiting parent prints it
+			ready := openReadyPipe(o.ReadyFd)
+			err := runMount(o, ready)
+			if err != nil {
+				ready.report(err) // the waiting parent prints it, unless it was told "ok"
 			}
 			if err != nil {
 				return cli.Exit(err.Error(), exitFailure)
@@ -80,7 +81,7 @@ func mountCommand() *cli.Command {
 	}
 }
 
-func runMount(o mountOptions) error {
+func runMount(o mountOptions, ready *readyPipe) error {
 	backing, err := filepath.Abs(o.Backing)
 	if err != nil {
 		return err
@@ -136,10 +137,7 @@ func runMount(o mountOptions) error {
 	}
 	defer stopServing()
 	log.Info("mounted", "backing", backing, "mountpoint", mnt, "state", o.StateDir, "socket", socket)
-	if o.ReadyFd > 0 {
-		reportReady(o.ReadyFd, nil)
-		o.ReadyFd = 0
-	} else {
+	if !ready.report(nil) {
 		fmt.Fprintf(os.Stderr, "dshfs: %s mounted at %s, tools on %s (Ctrl-C to unmount)\n", backing, mnt, socket)
 	}
 

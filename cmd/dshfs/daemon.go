@@ -88,14 +88,31 @@ func daemonize(o mountOptions, name string) error {
 	return nil
 }
 
-// reportReady tells the waiting parent that the daemon is serving, or why
-// it is not, and closes the pipe.
-func reportReady(fd int, err error) {
-	f := os.NewFile(uintptr(fd), "ready")
-	if err != nil {
-		fmt.Fprintf(f, "error: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
-	} else {
-		fmt.Fprintln(f, "ok")
+// readyPipe tells the waiting parent that the daemon is serving, or why it
+// is not — once: the descriptor is closed after, and its number soon names
+// another file (one the mount opens), which a second report would write
+// into.
+type readyPipe struct{ f *os.File }
+
+// openReadyPipe takes fd, the pipe the parent reads; 0 means none.
+func openReadyPipe(fd int) *readyPipe {
+	if fd <= 0 {
+		return &readyPipe{}
 	}
-	f.Close()
+	return &readyPipe{f: os.NewFile(uintptr(fd), "ready")}
+}
+
+// report sends err (nil: ready) and reports whether anyone was waiting.
+func (p *readyPipe) report(err error) bool {
+	if p.f == nil {
+		return false
+	}
+	if err != nil {
+		fmt.Fprintf(p.f, "error: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	} else {
+		fmt.Fprintln(p.f, "ok")
+	}
+	p.f.Close()
+	p.f = nil
+	return true
 }
