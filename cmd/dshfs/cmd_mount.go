@@ -96,6 +96,9 @@ func runMount(o mountOptions, ready *readyPipe) error {
 	if err := recoverStaleMount(mnt); err != nil {
 		return err
 	}
+	if err := notMounted(mnt); err != nil {
+		return err
+	}
 	if o.StateDir == "" {
 		if o.StateDir, err = defaultStateDir(backing); err != nil {
 			return err
@@ -167,6 +170,23 @@ func recoverStaleMount(mnt string) error {
 	}
 	if err := detachMount(mnt); err != nil {
 		return fmt.Errorf("mount point %s is a dead mount and could not be detached: %w", mnt, err)
+	}
+	return nil
+}
+
+// notMounted refuses a mount point that already has a filesystem mounted
+// on it (a running dshfs, say): a second mount would hide the first, whose
+// tools would then change files nobody sees, and whose unmount would hang.
+func notMounted(mnt string) error {
+	var st, parent syscall.Stat_t
+	if err := syscall.Stat(mnt, &st); err != nil {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	if err := syscall.Stat(filepath.Dir(mnt), &parent); err != nil {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	if st.Dev != parent.Dev && mnt != filepath.Dir(mnt) {
+		return fmt.Errorf("mount point %s is already a mount point; unmount it first", mnt)
 	}
 	return nil
 }
