@@ -317,9 +317,10 @@ func (f *FS) renamed(ctx context.Context, mv move) {
 }
 
 // settle records the version of key, which now holds n's file (nil: no
-// file), or marks it dirty while n has writers. Callers hold key's lock.
+// file), or marks it dirty while n has writers: the last one's release
+// commits it there. Callers hold key's lock.
 func (f *FS) settle(key string, n *node, w versionstore.Writer) {
-	if n != nil && f.dirty.has(n) {
+	if n != nil && f.dirty.owe(n) {
 		f.logErr("mark dirty", key, f.store.MarkDirty(key))
 		return
 	}

@@ -294,3 +294,36 @@ func TestOpenForWriteRacingAToolPublish(t *testing.T) {
 		t.Fatalf("the shell's write through the mount landed nowhere (file starts %q)", got[:min(len(got), 10)])
 	}
 }
+
+// A file renamed while a writer still holds it (sed -i closes its temporary
+// file, whose release the kernel sends later, and renames it over the
+// original) is committed at its new path by the writer's release. Once a
+// flush had committed the temporary file, that release found nothing owed
+// and only dropped the mark: the original's new version went unrecorded, and
+// a rewind skipped it.
+func TestRenameBeforeReleaseIsCommitted(t *testing.T) {
+	m := mountT(t)
+	m.putBacking("b.txt", "old\n")
+	m.seeFile("b.txt")
+	f, err := os.OpenFile(filepath.Join(m.mnt, "sedtmp"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("new\n")
+	held, err := unix.Dup(int(f.Fd())) // the release waits for this one
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close() // FLUSH: the temporary file's version
+	if err := os.Rename(filepath.Join(m.mnt, "sedtmp"), filepath.Join(m.mnt, "b.txt")); err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(held) // FLUSH without writes, then RELEASE
+	if n := m.waitUnmarked(); n != 0 {
+		t.Fatalf("%d marks left", n)
+	}
+	h, err := m.store.History("b.txt")
+	if err != nil || len(h) == 0 || h[0].Version != versionstore.SumString("new\n") {
+		t.Fatalf("b.txt history %+v %v: the renamed file's version was not recorded", h, err)
+	}
+}

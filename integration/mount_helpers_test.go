@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/dshfs/dshfs/fusefs"
 	"github.com/dshfs/dshfs/internal/testfuse"
@@ -145,6 +146,22 @@ func (w *workspace) indexVersion(rel string) versionstore.Version {
 		w.t.Fatalf("history of %s: %v %v", rel, h, err)
 	}
 	return h[0].Version
+}
+
+// indexVersionBecomes waits, up to 2 s, for the index to hold want for rel
+// and returns what it holds: a file renamed while its writer still held it
+// is committed by the writer's release, which the kernel sends after
+// close(2) has returned.
+func (w *workspace) indexVersionBecomes(rel string, want versionstore.Version) versionstore.Version {
+	w.t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		v := w.indexVersion(rel)
+		if v == want || time.Now().After(deadline) {
+			return v
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func wantCode(t *testing.T, r toolapi.Result, code versionstore.Code) {

@@ -43,7 +43,7 @@ func TestEveryWayBytesChange(t *testing.T) {
 			if versionstore.Sum(b) == before {
 				t.Fatal("the change did not change the bytes; the test proves nothing")
 			}
-			if got := w.indexVersion("f.txt"); got != versionstore.Sum(b) {
+			if got := w.indexVersionBecomes("f.txt", versionstore.Sum(b)); got != versionstore.Sum(b) {
 				t.Fatalf("index version %s, bytes hash %s", got.Short(), versionstore.Sum(b).Short())
 			}
 			wantCode(t, w.edit("agent", "f.txt", "x", "y"), versionstore.CodeStaleVersion)

@@ -12,7 +12,7 @@ import (
 
 // TestScripts pins the CLI's behaviour as txtar scripts in testdata/script:
 // the real binary, a real mount in the script's work directory, real shell
-// writes. Each script's mount is detached at cleanup even if it fails.
+// writes. Each script's mounts ($MNT, $MNT2) are detached at cleanup even if it fails.
 func TestScripts(t *testing.T) {
 	testfuse.Require(t)
 	testscript.Run(t, testscript.Params{
@@ -20,14 +20,22 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", filepath.Dir(dshfsBin)+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, ".state"))
-			mnt := filepath.Join(env.WorkDir, "mnt")
-			env.Setenv("MNT", mnt)
+			mnts := []string{filepath.Join(env.WorkDir, "mnt"), filepath.Join(env.WorkDir, "mnt2")}
+			env.Setenv("MNT", mnts[0])
+			env.Setenv("MNT2", mnts[1])
 			env.Defer(func() {
-				if testfuse.Mounted(mnt) {
-					unix.Unmount(mnt, unix.MNT_DETACH)
+				for _, mnt := range mnts {
+					if testfuse.Mounted(mnt) {
+						unix.Unmount(mnt, unix.MNT_DETACH)
+					}
 				}
 			})
-			return os.MkdirAll(mnt, 0o755)
+			for _, mnt := range mnts {
+				if err := os.MkdirAll(mnt, 0o755); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	})
 }

@@ -19,4 +19,3 @@ func TestHoistFlags(t *testing.T) {
 		}
 	}
 }
-

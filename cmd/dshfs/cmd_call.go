@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/urfave/cli/v2"
@@ -61,10 +60,11 @@ func runCall(ctx context.Context, o callOptions, tool string, args []byte) error
 		return cli.Exit("the arguments are not valid JSON", exitUsage)
 	}
 	wd, _ := os.Getwd()
+	wd = absDir(wd)
 	if o.Socket == "" {
 		where := wd
 		if o.Mount != "" {
-			where, _ = filepath.Abs(o.Mount)
+			where = absDir(o.Mount)
 		}
 		rec, ok := findMount(where)
 		if !ok {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -32,7 +31,7 @@ func logCommand() *cli.Command {
 }
 
 func runLog(ctx context.Context, path string, asJSON bool) error {
-	abs, _ := filepath.Abs(path)
+	abs := absPath(path)
 	rec, ok := findMount(abs)
 	if !ok {
 		return cli.Exit(fmt.Sprintf("%s is not in a running dshfs mount", path), exitFailure)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/dshfs/dshfs/toolapi"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
@@ -37,11 +36,12 @@ func mcpCommand() *cli.Command {
 
 func runMCP(ctx context.Context, socket, mount, actor string) error {
 	wd, _ := os.Getwd()
+	wd = absDir(wd)
 	cwd := ""
 	if socket == "" {
 		where := wd
 		if mount != "" {
-			where, _ = filepath.Abs(mount)
+			where = absDir(mount)
 		}
 		rec, ok := findMount(where)
 		if !ok {

@@ -96,6 +96,9 @@ func runMount(o mountOptions, ready *readyPipe) error {
 	if err := recoverStaleMount(mnt); err != nil {
 		return err
 	}
+	if real, err := filepath.EvalSymlinks(mnt); err == nil {
+		mnt = real // registered, and listed by the kernel, under its real path
+	}
 	if err := notMounted(mnt); err != nil {
 		return err
 	}
@@ -161,7 +164,10 @@ func runMount(o mountOptions, ready *readyPipe) error {
 // recoverStaleMount detaches a FUSE mount whose daemon died: the kernel
 // answers ENOTCONN for it, and nothing can be mounted over it until it goes.
 func recoverStaleMount(mnt string) error {
-	_, err := os.Stat(mnt)
+	// statfs always asks the filesystem; a stat of the mount point may be
+	// answered from the kernel's cache of a dead mount.
+	var st syscall.Statfs_t
+	err := syscall.Statfs(mnt, &st)
 	if !errors.Is(err, syscall.ENOTCONN) {
 		if err != nil {
 			return fmt.Errorf("mount point: %w", err)

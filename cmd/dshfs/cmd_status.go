@@ -46,7 +46,7 @@ type statusEntry struct {
 func runStatus(ctx context.Context, mountpoint string, asJSON bool) error {
 	recs := runningMounts()
 	if mountpoint != "" {
-		abs, _ := filepath.Abs(mountpoint)
+		abs := absDir(mountpoint)
 		rec, ok := findMount(abs)
 		if !ok {
 			return cli.Exit(fmt.Sprintf("no running dshfs mount at %s", mountpoint), exitFailure)

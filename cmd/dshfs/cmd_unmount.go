@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -19,7 +18,7 @@ func unmountCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return cli.Exit("unmount takes the mount point", exitUsage)
 			}
-			abs, _ := filepath.Abs(c.Args().First())
+			abs := absDir(c.Args().First())
 			rec, ok := findMount(abs)
 			if !ok || rec.MountPoint != abs {
 				return cli.Exit(fmt.Sprintf("no running dshfs mount at %s", abs), exitFailure)

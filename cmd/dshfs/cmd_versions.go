@@ -32,7 +32,7 @@ func clientFor(c *cli.Context, where string) (*unixsocket.Client, error) {
 	if where == "" {
 		where, _ = os.Getwd()
 	}
-	abs, _ := filepath.Abs(where)
+	abs := absDir(where)
 	rec, ok := findMount(abs)
 	if !ok {
 		return nil, cli.Exit(fmt.Sprintf("no running dshfs mount holds %s (pass --mount)", where), exitFailure)
@@ -53,12 +53,30 @@ func daemonError(err error) error {
 	return cli.Exit(err.Error(), exitFailure)
 }
 
+// absPath is p made absolute, with the symlinks of its directory resolved:
+// a mount is registered under its real path, however the caller spells it
+// (a symlinked parent, $PWD). The last element is left for the daemon to
+// resolve as a tool would.
 func absPath(p string) string {
 	abs, err := filepath.Abs(p)
 	if err != nil {
 		return p
 	}
+	dir, base := filepath.Split(abs)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		return filepath.Join(real, base)
+	}
 	return abs
+}
+
+// absDir is the real path of the directory dir.
+func absDir(dir string) string {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		if abs, err := filepath.Abs(real); err == nil {
+			return abs
+		}
+	}
+	return absPath(dir)
 }
 
 func showCommand() *cli.Command {

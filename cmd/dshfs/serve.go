@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -91,7 +93,10 @@ func register(r mountRecord) (string, error) {
 		return "", err
 	}
 	b, _ := json.Marshal(r)
-	path := filepath.Join(dir, filepath.Base(r.StateDir)+".json")
+	// Named for the whole state directory: two --state directories may
+	// share their last element.
+	sum := sha256.Sum256([]byte(r.StateDir))
+	path := filepath.Join(dir, filepath.Base(r.StateDir)+"-"+hex.EncodeToString(sum[:6])+".json")
 	return path, os.WriteFile(path, b, 0o600)
 }
 
