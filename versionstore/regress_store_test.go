@@ -154,3 +154,36 @@ func TestDamagedPagesMovedAside(t *testing.T) {
 		t.Fatal("no version after rebuild")
 	}
 }
+
+// A tool read that found the index behind the file recorded the bytes as an
+// outside change at once, without first committing the mount's batch. A
+// shell's write whose commit the mount had just queued, during the read,
+// was then attributed to "external".
+func TestReadDoesNotTakeAMountCommitForAnOutsideChange(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("f", "one\n")
+	ts.version("f")
+	if err := ts.MarkDirty("f"); err != nil { // a shell writes through the mount
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ts.path("f"), []byte("two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh := Writer{Kind: WriterMount, Pid: 42, Comm: "sh"}
+	committed := false
+	_, err := ts.ReadText(context.Background(), ts.target("f"), func(string) {
+		if !committed { // the shell closes the file during the read
+			committed = true
+			if _, err := ts.Refresh("f", sh); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := ts.History("f")
+	if len(h) == 0 || h[0].Version != SumString("two\n") || h[0].Writer != sh {
+		t.Fatalf("history %+v: the shell's write is not attributed to it", h)
+	}
+}

@@ -91,6 +91,10 @@ func (s *Store) noteVersion(key string, fp fingerprint, v Version, at time.Time)
 	if s.dirty(key) {
 		return // a write through the mount is in progress: its commit attributes it
 	}
+	s.flushPending() // the mount's commit of these bytes may wait in its batch
+	if s.indexAgrees(key, fp, v) {
+		return
+	}
 	s.logErr("record external change", key, s.db.Update(func(tx *bolt.Tx) error {
 		return s.record(tx, key, change{version: v, fp: fp, size: fi.Size(), writer: External, at: at})
 	}))
@@ -114,6 +118,7 @@ func (s *Store) noteAbsent(key string) {
 	if _, err := s.root.Lstat(key); !errors.Is(err, fs.ErrNotExist) {
 		return
 	}
+	s.flushPending() // the mount's record of the deletion may wait in its batch
 	s.logErr("record deletion", key, s.db.Update(func(tx *bolt.Tx) error {
 		return s.record(tx, key, change{writer: External, at: time.Now()})
 	}))
