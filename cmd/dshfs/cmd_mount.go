@@ -113,9 +113,10 @@ func runMount(o mountOptions, ready *readyPipe) error {
 	umask := os.FileMode(syscall.Umask(0))
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	// Signals are caught before the mount exists: a SIGTERM that arrives
-	// as soon as the mount appears must still unmount cleanly.
+	// as soon as the mount appears must still unmount cleanly. SIGHUP (the
+	// terminal of a --foreground daemon closing) unmounts cleanly too.
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sig)
 	var fsys *fusefs.FS
 	store, err := versionstore.Open(backing, filepath.Join(o.StateDir, "index.db"), versionstore.Options{
@@ -142,6 +143,7 @@ func runMount(o mountOptions, ready *readyPipe) error {
 		return err
 	}
 	defer stopServing()
+	os.Remove(filepath.Join(o.StateDir, unmountErrorFile))
 	log.Info("mounted", "backing", backing, "mountpoint", mnt, "state", o.StateDir, "socket", socket)
 	if !ready.report(nil) {
 		fmt.Fprintf(os.Stderr, "dshfs: %s mounted at %s, tools on %s (Ctrl-C to unmount)\n", backing, mnt, socket)
@@ -153,6 +155,8 @@ func runMount(o mountOptions, ready *readyPipe) error {
 	case s := <-sig:
 		log.Info("unmounting", "signal", s.String())
 		if err := fsys.Unmount(); err != nil {
+			// For `dshfs unmount`, which waits for this process to end.
+			os.WriteFile(filepath.Join(o.StateDir, unmountErrorFile), []byte(err.Error()+"\n"), 0o600)
 			return err
 		}
 	case <-done:
@@ -160,6 +164,10 @@ func runMount(o mountOptions, ready *readyPipe) error {
 	}
 	return nil
 }
+
+// unmountErrorFile, in the state directory, says why the last unmount on a
+// signal failed.
+const unmountErrorFile = "unmount-error"
 
 // recoverStaleMount detaches a FUSE mount whose daemon died: the kernel
 // answers ENOTCONN for it, and nothing can be mounted over it until it goes.

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,6 +34,9 @@ func unmountCommand() *cli.Command {
 			}
 			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 				if !processAlive(rec.Pid) {
+					if b, err := os.ReadFile(filepath.Join(rec.StateDir, unmountErrorFile)); err == nil {
+						return cli.Exit(fmt.Sprintf("the daemon (pid %d) exited, but: %s", rec.Pid, strings.TrimSpace(string(b))), exitFailure)
+					}
 					return nil
 				}
 			}

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,5 +54,46 @@ func TestReadyPipeReportsOnce(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(path); string(got) != "precious\n" {
 		t.Fatalf("the file that reused the descriptor now holds %q", got)
+	}
+}
+
+// When the daemon could not unmount cleanly on SIGTERM (a process kept the
+// mount busy: it was detached instead), `dshfs unmount` says so rather than
+// reporting success, from the note the daemon leaves in its state directory.
+func TestUnmountReportsTheDaemonsFailure(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	mnt, state := t.TempDir(), t.TempDir()
+	daemon := exec.Command("sleep", "30") // stands in for the daemon: SIGTERM ends it
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { daemon.Wait(); close(exited) }()
+	t.Cleanup(func() { daemon.Process.Kill(); <-exited })
+	if _, err := register(mountRecord{MountPoint: mnt, Backing: t.TempDir(), Socket: filepath.Join(state, "s.sock"), StateDir: state, Pid: daemon.Process.Pid}); err != nil {
+		t.Fatal(err)
+	}
+	msg := "unmount " + mnt + ": detached, but still in use"
+	if err := os.WriteFile(filepath.Join(state, unmountErrorFile), []byte(msg+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := newApp().Run([]string{"dshfs", "unmount", mnt})
+	var exit cli.ExitCoder
+	if !errors.As(err, &exit) || exit.ExitCode() != exitFailure || !strings.Contains(err.Error(), "exited, but: "+msg) {
+		t.Fatalf("unmount: %v, want exit %d with the daemon's failure", err, exitFailure)
+	}
+	// A clean exit leaves no note, and unmount succeeds.
+	os.Remove(filepath.Join(state, unmountErrorFile))
+	daemon2 := exec.Command("sleep", "30")
+	if err := daemon2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go daemon2.Wait()
+	t.Cleanup(func() { daemon2.Process.Kill() })
+	if _, err := register(mountRecord{MountPoint: mnt, StateDir: state, Socket: filepath.Join(state, "s.sock"), Pid: daemon2.Process.Pid}); err != nil {
+		t.Fatal(err)
+	}
+	if err := newApp().Run([]string{"dshfs", "unmount", mnt}); err != nil {
+		t.Fatalf("clean unmount: %v", err)
 	}
 }
