@@ -149,4 +149,14 @@ func TestMCP(t *testing.T) {
 	if !r.IsError || len(r.Content) != 1 {
 		t.Fatalf("read_image of a text file: %v %q", r.IsError, text(r))
 	}
+
+	// With the daemon gone, a call is a tool error the model can read, not
+	// a protocol failure of the MCP server.
+	if out, code := dshfs(t, state, "unmount", mnt); code != 0 {
+		t.Fatalf("unmount: %s", out)
+	}
+	r = call("read", map[string]any{"file_path": path})
+	if !r.IsError || !strings.HasPrefix(text(r), "Error: reach the dshfs daemon") {
+		t.Fatalf("read with the daemon gone: %v %q", r.IsError, text(r))
+	}
 }

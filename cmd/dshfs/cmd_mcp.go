@@ -82,7 +82,9 @@ func toolHandler(client *unixsocket.Client, name, actor, cwd string) mcp.ToolHan
 		}
 		res, err := client.Call(ctx, name, unixsocket.ToolRequest{Actor: actor, Cwd: cwd, Arguments: args})
 		if err != nil {
-			return nil, err
+			// The daemon is down or refused the request: a failed tool
+			// call the model can read, as MCP asks, not a protocol error.
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Error: " + err.Error()}}, IsError: true}, nil
 		}
 		out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, IsError: res.IsError}
 		if len(res.Value) > 0 {
