@@ -100,12 +100,16 @@ func register(r mountRecord) (string, error) {
 	return path, os.WriteFile(path, b, 0o600)
 }
 
-// findMount returns the registered mount containing dir (deepest first).
+// findMount returns the registered mount containing dir, through its mount
+// point or its backing directory (the deepest first).
 func findMount(dir string) (mountRecord, bool) {
 	var best mountRecord
+	bestLen := 0
 	for _, r := range runningMounts() {
-		if rel, err := filepath.Rel(r.MountPoint, dir); err == nil && (rel == "." || filepath.IsLocal(rel)) && len(r.MountPoint) > len(best.MountPoint) {
-			best = r
+		for _, root := range []string{r.MountPoint, r.Backing} {
+			if rel, err := filepath.Rel(root, dir); err == nil && (rel == "." || filepath.IsLocal(rel)) && len(root) > bestLen {
+				best, bestLen = r, len(root)
+			}
 		}
 	}
 	return best, best.Socket != ""
