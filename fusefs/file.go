@@ -43,12 +43,11 @@ func (h *handle) mutate(ctx context.Context, op func() syscall.Errno) syscall.Er
 // change is mutate; wrote says whether op writes bytes (rather than open
 // the file for writing, or create or truncate it on open).
 func (h *handle) change(ctx context.Context, wrote bool, op func() syscall.Errno) syscall.Errno {
-	key, ok := h.n.key()
+	key, unlock, ok := h.n.lockKey()
+	defer unlock()
 	if !ok {
 		return op()
 	}
-	unlock := h.n.fsys.store.Locks().Lock(key)
-	defer unlock()
 	h.markDirty(ctx, key, wrote)
 	h.n.fsys.noteSelfKey(key)
 	return op()
@@ -177,14 +176,16 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
 	trunc := flags&syscall.O_TRUNC != 0
 	writable := flags&syscall.O_ACCMODE != syscall.O_RDONLY
-	key, keyed := n.key()
-	if writable && keyed {
+	var key string
+	keyed := false
+	if writable {
 		// A writer holding the file open blocks tool mutations until it
 		// closes: a tool's publish would leave its later writes in the
 		// replaced inode, lost. So the open itself runs under the file's
 		// lock, or a publish could swap the name's inode between the open
 		// and the mark.
-		unlock := n.fsys.store.Locks().Lock(key)
+		var unlock func()
+		key, unlock, keyed = n.lockKey()
 		defer unlock()
 	}
 	ffd, err := unix.Openat(fd, name, int(flags&^syscall.O_TRUNC)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)

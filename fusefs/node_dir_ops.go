@@ -274,6 +274,15 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if created {
 		n.fsys.store.Created(newKey)
 	}
+	// go-fuse moves the nodes in its tree only after this returns; until
+	// then their keys must already be the new ones, or a writer's commit
+	// in that window lands on the old path.
+	if mv.moving != nil {
+		mv.moving.moved(np.EmbeddedInode(), newName)
+	}
+	if mv.exchange && mv.displaced != nil {
+		mv.displaced.moved(n.EmbeddedInode(), name)
+	}
 	n.fsys.renamed(ctx, mv)
 	return 0
 }

@@ -327,3 +327,58 @@ func TestRenameBeforeReleaseIsCommitted(t *testing.T) {
 		t.Fatalf("b.txt history %+v %v: the renamed file's version was not recorded", h, err)
 	}
 }
+
+// sed -i's pattern at speed: write a temporary file, close it, rename it
+// over the target. The writer's release could run while go-fuse had not yet
+// moved the node after the rename (it does so after Rename returns): it
+// committed the temporary file's old path, and the target stayed marked
+// "being written", its version unrecorded, until the stale-mark sweep.
+func TestRapidWriteAndRenameOverLeavesNoMark(t *testing.T) {
+	m := mountT(t)
+	last := ""
+	for i := range 300 {
+		last = strings.Repeat(string(rune('a'+i%26)), 1+i%7) + "\n"
+		if err := os.WriteFile(filepath.Join(m.mnt, "sedtmp"), []byte(last), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(m.mnt, "sedtmp"), filepath.Join(m.mnt, "b.txt")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := m.waitUnmarked(); n != 0 {
+		t.Fatalf("%d marks left 2 s after the last writer closed", n)
+	}
+	h, err := m.store.History("b.txt")
+	if err != nil || len(h) == 0 || h[0].Version != versionstore.SumString(last) || h[0].Writer.Kind != versionstore.WriterMount {
+		t.Fatalf("b.txt's newest version %+v %v, want the last bytes written through the mount", h, err)
+	}
+}
+
+// A flush of a file that was just unlinked put its mark back on the path it
+// had left: a file created there later was refused to tools as "being
+// written" until the stale-mark sweep.
+func TestFlushAfterUnlinkLeavesNoMark(t *testing.T) {
+	m := mountT(t)
+	for i := range 50 {
+		f, err := os.OpenFile(filepath.Join(m.mnt, "u"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for j := 0; j < 20; j++ {
+				f.WriteString("x\n")
+				if dup, err := unix.Dup(int(f.Fd())); err == nil {
+					unix.Close(dup) // a FLUSH
+				}
+			}
+		}()
+		os.Remove(filepath.Join(m.mnt, "u"))
+		<-done
+		f.Close()
+		if n := m.waitUnmarked(); n != 0 {
+			t.Fatalf("round %d: %d marks left after the writer of an unlinked file closed", i, n)
+		}
+	}
+}

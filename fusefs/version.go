@@ -82,14 +82,13 @@ func (f *FS) dirtyAdd(n *node, key string) {
 // one records the version of the bytes on disk, written by w, if it changed
 // since the last commit, and clears the mark.
 func (f *FS) dirtyDone(n *node, w versionstore.Writer) {
-	key, ok := n.key()
+	key, unlock, ok := n.lockKey()
+	defer unlock()
 	if !ok {
 		f.dirty.done(n)
 		f.dirty.paid(n)
 		return
 	}
-	unlock := f.store.Locks().Lock(key)
-	defer unlock()
 	f.dirtyDoneLocked(n, key, w)
 }
 
@@ -110,14 +109,16 @@ func (f *FS) dirtyDoneLocked(n *node, key string, w versionstore.Writer) {
 // handles stay open for writing (a flush or fsync): the store's mark is set
 // again under the same lock, so no tool mutation slips in between.
 func (f *FS) dirtyCommit(n *node, w versionstore.Writer) {
-	key, ok := n.key()
+	key, unlock, ok := n.lockKey()
+	defer unlock()
 	if !ok {
 		return
 	}
-	unlock := f.store.Locks().Lock(key)
-	defer unlock()
-	if !f.dirty.has(n) {
-		return // released meanwhile: its commit was the last
+	if !f.dirty.has(n) || !f.store.Marked(key) {
+		// Released meanwhile (its commit was the last), or the file left
+		// key (unlinked: nothing to commit; renamed: its mark went along,
+		// and the last release commits it there).
+		return
 	}
 	f.dirty.paid(n)
 	_, err := f.store.Refresh(key, w)

@@ -76,6 +76,9 @@ func (s *Store) DirtySince(t time.Time) []string {
 	return keys
 }
 
+// Marked reports whether key is marked as being written through the mount.
+func (s *Store) Marked(key string) bool { return s.dirty(key) }
+
 // Unmark drops key's dirty mark: the mount's writers of key are done, and
 // its version was committed since their last change.
 func (s *Store) Unmark(key string) { s.clearDirty(key) }
