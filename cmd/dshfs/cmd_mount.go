@@ -86,6 +86,9 @@ func runMount(o mountOptions, ready *readyPipe) error {
 	if err != nil {
 		return err
 	}
+	if real, err := filepath.EvalSymlinks(backing); err == nil {
+		backing = real // registered, and found by the CLI, under its real path
+	}
 	mnt, err := filepath.Abs(o.Mountpoint)
 	if err != nil {
 		return err
@@ -116,7 +119,10 @@ func runMount(o mountOptions, ready *readyPipe) error {
 	// as soon as the mount appears must still unmount cleanly. SIGHUP (the
 	// terminal of a --foreground daemon closing) unmounts cleanly too.
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	if !signal.Ignored(syscall.SIGHUP) { // under nohup it stays ignored
+		signal.Notify(sig, syscall.SIGHUP)
+	}
 	defer signal.Stop(sig)
 	var fsys *fusefs.FS
 	store, err := versionstore.Open(backing, filepath.Join(o.StateDir, "index.db"), versionstore.Options{
@@ -191,6 +197,8 @@ func recoverStaleMount(mnt string) error {
 // notMounted refuses a mount point that already has a filesystem mounted
 // on it (a running dshfs, say): a second mount would hide the first, whose
 // tools would then change files nobody sees, and whose unmount would hang.
+// Only a FUSE filesystem's root is refused: the root of a tmpfs or another
+// disk is a fine place to mount on.
 func notMounted(mnt string) error {
 	var st, parent syscall.Stat_t
 	if err := syscall.Stat(mnt, &st); err != nil {
@@ -199,8 +207,12 @@ func notMounted(mnt string) error {
 	if err := syscall.Stat(filepath.Dir(mnt), &parent); err != nil {
 		return fmt.Errorf("mount point: %w", err)
 	}
-	if st.Dev != parent.Dev && mnt != filepath.Dir(mnt) {
-		return fmt.Errorf("mount point %s is already a mount point; unmount it first", mnt)
+	var fsst syscall.Statfs_t
+	if err := syscall.Statfs(mnt, &fsst); err != nil {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	if st.Dev != parent.Dev && mnt != filepath.Dir(mnt) && isFuse(&fsst) {
+		return fmt.Errorf("mount point %s is already a mount point (a FUSE filesystem); unmount it first", mnt)
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,3 +18,15 @@ func isTerminal(f *os.File) bool {
 // systemMounts: macOS has no mount table a process can read cheaply with
 // the owner's uid; status lists the invoking user's mounts only.
 func systemMounts() []systemMount { return nil }
+
+// isFuse reports whether st describes a FUSE filesystem (macFUSE).
+func isFuse(st *syscall.Statfs_t) bool {
+	var name []byte
+	for _, c := range st.Fstypename {
+		if c == 0 {
+			break
+		}
+		name = append(name, byte(c))
+	}
+	return strings.Contains(string(name), "fuse")
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -64,3 +65,6 @@ func unescapeMount(s string) string {
 	}
 	return b.String()
 }
+
+// isFuse reports whether st describes a FUSE filesystem.
+func isFuse(st *syscall.Statfs_t) bool { return st.Type == 0x65735546 } // FUSE_SUPER_MAGIC
