@@ -26,13 +26,14 @@ var mountFlag = &cli.StringFlag{Name: "mount", Usage: "the mount point (default:
 
 // clientFor finds the daemon of the mount holding where, or of --mount.
 func clientFor(c *cli.Context, where string) (*unixsocket.Client, error) {
-	if m := c.String("mount"); m != "" {
-		where = m
-	}
-	if where == "" {
+	abs := where // a file's path, from absPath: its last element unresolved
+	switch m := c.String("mount"); {
+	case m != "":
+		where, abs = m, absDir(m)
+	case where == "":
 		where, _ = os.Getwd()
+		abs = absDir(where)
 	}
-	abs := absDir(where)
 	rec, ok := findMount(abs)
 	if !ok {
 		return nil, cli.Exit(fmt.Sprintf("no running dshfs mount holds %s (pass --mount)", where), exitFailure)
