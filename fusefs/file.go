@@ -184,6 +184,8 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		// replaced inode, lost. So the open itself runs under the file's
 		// lock, or a publish could swap the name's inode between the open
 		// and the mark.
+		n.fsys.moves.RLock()
+		defer n.fsys.moves.RUnlock()
 		var unlock func()
 		key, unlock, keyed = n.lockKey()
 		defer unlock()

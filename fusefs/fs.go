@@ -57,8 +57,12 @@ type FS struct {
 	server *fuse.Server
 	mnt    string
 	dirty  dirtySet
-	log    *slog.Logger
-	watch  *watcher // nil when the backing tree is not watched
+	// moves is held by a directory rename while it moves the index and the
+	// marks below it, and shared by an open for writing while it marks its
+	// file: else the mark could land on the old path after the move.
+	moves sync.RWMutex
+	log   *slog.Logger
+	watch *watcher // nil when the backing tree is not watched
 
 	stopMarks sync.Once
 	stop      chan struct{} // ends settleStaleMarks

@@ -242,13 +242,23 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		return errno
 	}
 	defer ndone()
-	unlock := n.fsys.store.Locks().Lock2(oldKey, newKey)
-	defer unlock()
+	// Directories move under the moves lock (before any file's lock, as an
+	// open takes them): no open for writing below marks its file meanwhile.
 	var st, nst unix.Stat_t
 	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return toErrno(err)
 	}
 	targetExists := unix.Fstatat(nfd, newName, &nst, unix.AT_SYMLINK_NOFOLLOW) == nil
+	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR || targetExists && nst.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		n.fsys.moves.Lock()
+		defer n.fsys.moves.Unlock()
+	}
+	unlock := n.fsys.store.Locks().Lock2(oldKey, newKey)
+	defer unlock()
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return toErrno(err)
+	}
+	targetExists = unix.Fstatat(nfd, newName, &nst, unix.AT_SYMLINK_NOFOLLOW) == nil
 	mv := move{
 		oldKey: oldKey, newKey: newKey,
 		dir:       st.Mode&syscall.S_IFMT == syscall.S_IFDIR,

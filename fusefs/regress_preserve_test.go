@@ -382,3 +382,56 @@ func TestFlushAfterUnlinkLeavesNoMark(t *testing.T) {
 		}
 	}
 }
+
+// An open for writing racing a rename of its directory marked the file
+// under its old path, after the rename had moved the marks: a tool write to
+// the file's new path was then allowed, and replaced the file under the
+// writer, whose later bytes were lost.
+func TestOpenForWriteRacingADirectoryRename(t *testing.T) {
+	m := mountT(t)
+	m.putBacking("d/f", "x\n")
+	stop := make(chan struct{})
+	renamed := make(chan struct{})
+	go func() {
+		defer close(renamed)
+		a, b := filepath.Join(m.mnt, "d"), filepath.Join(m.mnt, "e")
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if os.Rename(a, b) == nil {
+				a, b = b, a
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-renamed
+	}()
+	for i := range 200 {
+		var f *os.File
+		var at string
+		for _, dir := range []string{"d", "e"} {
+			var err error
+			if f, err = os.OpenFile(filepath.Join(m.mnt, dir, "f"), os.O_WRONLY, 0); err == nil {
+				at = dir
+				break
+			}
+		}
+		if f == nil {
+			continue
+		}
+		// Wherever the file is now, it is marked there.
+		st, err := m.store.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		marked := m.store.Marked("d/f") || m.store.Marked("e/f")
+		f.Close()
+		if st.Dirty != 1 || !marked {
+			t.Fatalf("round %d (opened under %s): %d marks, d/f %v, e/f %v", i, at, st.Dirty, m.store.Marked("d/f"), m.store.Marked("e/f"))
+		}
+	}
+}
