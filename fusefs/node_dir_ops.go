@@ -36,6 +36,8 @@ func (n *node) entry(ctx context.Context, dirfd int, name string, out *fuse.Entr
 var _ = (fs.NodeCreater)((*node)(nil))
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	n.fsys.moves.RLock() // as an open for writing does: the directory stays put
+	defer n.fsys.moves.RUnlock()
 	key, ok := n.childKey(name)
 	if !ok {
 		return nil, nil, 0, syscall.ENOENT
