@@ -104,36 +104,15 @@ func TestPooledConnAfterDaemonRestart(t *testing.T) {
 // have been carried out, so it is reported, never repeated: a repeated
 // write or edit would land twice.
 func TestReceivedRequestIsNotRepeated(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "s.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	var requests atomic.Int32
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					if requests.Add(1) > 1 {
-						return // received, then gone without an answer
-					}
-					c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{\"text\":\"ok\"}"))
-				}
-			}()
+	sock := rawServer(t, func(c net.Conn, req *http.Request) bool {
+		io.Copy(io.Discard, req.Body)
+		if requests.Add(1) > 1 {
+			return false // received, then gone without an answer
 		}
-	}()
+		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{\"text\":\"ok\"}"))
+		return true
+	})
 	p := &connPool{socket: sock}
 	defer p.close()
 	nop := func([]byte) error { return nil }
@@ -173,13 +152,43 @@ func TestOversizedBodyGetsTheAnswer(t *testing.T) {
 
 	// The same against a bare server that counts requests: the refused
 	// request is not sent twice.
+	var heads atomic.Int32
+	sock := rawServer(t, func(c net.Conn, req *http.Request) bool {
+		heads.Add(1)
+		if req.ContentLength > 1024 {
+			c.Write([]byte("HTTP/1.1 413 Request Entity Too Large\r\nContent-Length: 16\r\nConnection: close\r\n\r\n{\"error\":\"big\"}\n"))
+			return false
+		}
+		io.Copy(io.Discard, req.Body)
+		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{\"text\":\"ok\"}"))
+		return true
+	})
+	p := &connPool{socket: sock}
+	defer p.close()
+	nop := func([]byte) error { return nil }
+	if err := p.post(context.Background(), "/v1/tools/read", []byte(`{}`), nop); err != nil {
+		t.Fatal(err)
+	}
+	err := p.post(context.Background(), "/v1/tools/write", big, nop)
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized request on a pooled connection: %v, want the 413", err)
+	}
+	if n := heads.Load(); n != 2 {
+		t.Fatalf("the server read %d request heads, want 2: the refused request was sent again", n)
+	}
+}
+
+// rawServer serves HTTP/1.1 on a Unix socket by hand: answer is given each
+// request, its head read and its body not, and keeps the connection while
+// it returns true. It returns the socket's path.
+func rawServer(t *testing.T, answer func(c net.Conn, req *http.Request) bool) string {
 	sock := filepath.Join(t.TempDir(), "s.sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	var heads atomic.Int32
+	t.Cleanup(func() { l.Close() })
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -191,32 +200,12 @@ func TestOversizedBodyGetsTheAnswer(t *testing.T) {
 				br := bufio.NewReader(c)
 				for {
 					req, err := http.ReadRequest(br)
-					if err != nil {
+					if err != nil || !answer(c, req) {
 						return
 					}
-					heads.Add(1)
-					if req.ContentLength > 1024 {
-						c.Write([]byte("HTTP/1.1 413 Request Entity Too Large\r\nContent-Length: 16\r\nConnection: close\r\n\r\n{\"error\":\"big\"}\n"))
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{\"text\":\"ok\"}"))
 				}
 			}()
 		}
 	}()
-	p := &connPool{socket: sock}
-	defer p.close()
-	nop := func([]byte) error { return nil }
-	if err := p.post(context.Background(), "/v1/tools/read", []byte(`{}`), nop); err != nil {
-		t.Fatal(err)
-	}
-	err = p.post(context.Background(), "/v1/tools/write", big, nop)
-	var apiErr *APIError
-	if !errors.As(err, &apiErr) || apiErr.Code != http.StatusRequestEntityTooLarge {
-		t.Fatalf("oversized request on a pooled connection: %v, want the 413", err)
-	}
-	if n := heads.Load(); n != 2 {
-		t.Fatalf("the server read %d request heads, want 2: the refused request was sent again", n)
-	}
+	return sock
 }
