@@ -84,6 +84,9 @@ func (s *Store) walk(parts []string, verb, display string) (string, error) {
 			if links++; links > maxSymlinks {
 				return "", osError("resolve", display, syscall.ELOOP)
 			}
+			if s.protectedSymlink(path.Join(append([]string{"."}, done...)...), fi) {
+				return "", osError(verb, display, syscall.EACCES)
+			}
 			target, err := s.root.Readlink(cand)
 			if err != nil {
 				return "", osError("resolve", display, err)
@@ -108,6 +111,26 @@ func (s *Store) walk(parts []string, verb, display string) (string, error) {
 		return ".", nil
 	}
 	return path.Join(done...), nil
+}
+
+// protectedSymlink applies the kernel's protected_symlinks rule to the
+// tools, which resolve paths themselves: a symlink in a sticky,
+// world-writable directory (a shared /tmp-like one) is followed only if
+// its owner is the follower (the daemon's user) or the directory's owner.
+// Otherwise anyone who may create names there could send a tool through a
+// link of theirs into a file of the daemon's user.
+func (s *Store) protectedSymlink(dir string, link fs.FileInfo) bool {
+	lst, ok := link.Sys().(*syscall.Stat_t)
+	if !ok || int(lst.Uid) == s.euid {
+		return false
+	}
+	dfi, err := s.root.Lstat(dir)
+	if err != nil {
+		return true // the directory moved under the walk: do not follow
+	}
+	dst, ok := dfi.Sys().(*syscall.Stat_t)
+	sharedDir := dfi.Mode()&fs.ModeSticky != 0 && dfi.Mode().Perm()&0o002 != 0
+	return ok && sharedDir && dst.Uid != lst.Uid
 }
 
 func notADirectoryParent(display string) *Error {

@@ -104,3 +104,32 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// The tools resolve paths in the daemon, so the kernel's protected_symlinks
+// rule is theirs to apply: in a sticky, world-writable directory, a link is
+// followed only if the daemon's user or the directory's owner owns it.
+func TestResolveRefusesAnotherUsersLinkInASharedDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a link owned by another user")
+	}
+	ts := openTestStore(t)
+	ts.put("secret.txt", "root's")
+	for dir, mode := range map[string]os.FileMode{"pub": 0o777 | os.ModeSticky, "nosticky": 0o777, "nobodys": 0o777 | os.ModeSticky} {
+		must(t, os.Mkdir(ts.path(dir), 0))
+		must(t, os.Chmod(ts.path(dir), mode))
+		must(t, os.Symlink("../secret.txt", ts.path(dir+"/link")))
+		must(t, os.Lchown(ts.path(dir+"/link"), 65534, 65534))
+	}
+	must(t, os.Chown(ts.path("nobodys"), 65534, 65534))
+	must(t, os.Symlink("../secret.txt", ts.path("pub/mine")))
+
+	_, err := ts.Resolve("pub/link", "/ws/pub/link", "write")
+	wantErr(t, err, CodePermissionDenied, `cannot write "/ws/pub/link": permission denied`)
+	_, err = ts.Resolve("pub/link/../x", "/ws/pub/x", "read")
+	wantErr(t, err, CodePermissionDenied, `cannot read "/ws/pub/x": permission denied`)
+	for _, rel := range []string{"pub/mine", "nosticky/link", "nobodys/link"} {
+		if got, err := ts.Resolve(rel, "/ws/"+rel, "read"); err != nil || got.Key != "secret.txt" {
+			t.Errorf("Resolve(%s) = %+v, %v; want secret.txt", rel, got, err)
+		}
+	}
+}

@@ -68,6 +68,7 @@ type Store struct {
 	db       *bolt.DB
 	locks    Locks
 	log      *slog.Logger
+	euid     int // who follows symlinks for the tools (protectedSymlink)
 
 	historyLimit int
 	diffBasisMax int
@@ -115,6 +116,7 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		root:         root,
 		rootPath:     real,
 		log:          opts.Logger,
+		euid:         os.Geteuid(),
 		historyLimit: opts.HistoryLimit,
 		stopSync:     make(chan struct{}),
 		onPublish:    opts.OnPublish,
