@@ -12,14 +12,22 @@ package policy
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	"github.com/dshfs/dshfs/versionstore"
 	bolt "go.etcd.io/bbolt"
 )
 
-// bucketObservations maps actor 0x00 key → observation. An actor string
-// never contains NUL (Observe refuses it), so the prefix scan is exact.
-var bucketObservations = []byte("observations")
+// The buckets, and their keys' encodings.
+var (
+	// bucketObservations maps actor 0x00 key → observation. An actor string
+	// never contains NUL (Observe refuses it), so the prefix scan is exact.
+	bucketObservations = []byte("observations")
+	// bucketActors maps actor → when it last recorded an observation
+	// (8 bytes, big-endian Unix nanoseconds), so idle actors can be
+	// forgotten.
+	bucketActors = []byte("actors")
+)
 
 // absentMark is the stored form of an absent observation; a present one is
 // the 32 version bytes.
@@ -39,19 +47,42 @@ func Present(v versionstore.Version) Observation { return Observation{Present: t
 
 // Policy is the persistent observed state of every actor.
 type Policy struct {
-	db *bolt.DB
+	db  *bolt.DB
+	now func() time.Time
 }
 
-// New returns the policy stored in db, creating its bucket if needed.
-func New(db *bolt.DB) (*Policy, error) {
+// Options configure a Policy. The zero value is usable.
+type Options struct {
+	// Now is the clock actors' activity is stamped with (default time.Now).
+	Now func() time.Time
+}
+
+// New returns the policy stored in db, creating its buckets if needed.
+func New(db *bolt.DB, opts Options) (*Policy, error) {
+	p := &Policy{db: db, now: opts.Now}
+	if p.now == nil {
+		p.now = time.Now
+	}
 	err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(bucketObservations)
-		return err
+		obs, err := tx.CreateBucketIfNotExists(bucketObservations)
+		if err != nil {
+			return err
+		}
+		if tx.Bucket(bucketActors) != nil {
+			return nil
+		}
+		actors, err := tx.CreateBucket(bucketActors)
+		if err != nil {
+			return err
+		}
+		// An index from before actors were stamped: its actors start
+		// their idle time now.
+		return stampAll(obs, actors, p.now())
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open observations: %w", err)
 	}
-	return &Policy{db: db}, nil
+	return p, nil
 }
 
 func obsKey(actor, key string) []byte {
@@ -69,16 +100,34 @@ func (p *Policy) Observe(actor, key string, o Observation) error {
 	if bytes.IndexByte([]byte(actor), 0) >= 0 {
 		return fmt.Errorf("record observation: actor contains a NUL byte")
 	}
-	if prev, found, err := p.Lookup(actor, key); err == nil && found && prev == o {
-		return nil // unchanged: a read-only transaction is much cheaper than a commit
+	if len(actor) > MaxActorBytes {
+		return fmt.Errorf("record observation: %w", ErrActorTooLong)
+	}
+	now := p.now()
+	if p.unchanged(actor, key, o, now) {
+		return nil // a read-only transaction is much cheaper than a commit
 	}
 	val := absentMark
 	if o.Present {
 		val = o.Version[:]
 	}
 	return p.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketObservations).Put(obsKey(actor, key), val)
+		if err := tx.Bucket(bucketObservations).Put(obsKey(actor, key), val); err != nil {
+			return err
+		}
+		return stamp(tx.Bucket(bucketActors), actor, now)
 	})
+}
+
+// unchanged reports whether actor already holds observation o of key and
+// was stamped active recently enough that the stamp need not move.
+func (p *Policy) unchanged(actor, key string, o Observation, now time.Time) bool {
+	prev, found, err := p.Lookup(actor, key)
+	if err != nil || !found || prev != o {
+		return false
+	}
+	last, ok := p.lastActive(actor)
+	return ok && now.Sub(last) < stampInterval
 }
 
 // Lookup returns actor's observation of key, and whether there is one.
@@ -137,16 +186,19 @@ func (p *Policy) EditIntent(actor, key, display string) (versionstore.Version, e
 
 // Forget drops every observation of actor.
 func (p *Policy) Forget(actor string) error {
+	return p.db.Update(func(tx *bolt.Tx) error { return forget(tx, actor) })
+}
+
+// forget drops actor's observations and its activity stamp.
+func forget(tx *bolt.Tx, actor string) error {
 	prefix := append([]byte(actor), 0)
-	return p.db.Update(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketObservations).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
-			if err := c.Delete(); err != nil {
-				return err
-			}
+	c := tx.Bucket(bucketObservations).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+		if err := c.Delete(); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return tx.Bucket(bucketActors).Delete([]byte(actor))
 }
 
 // Actors lists the actors with at least one observation.

@@ -100,7 +100,7 @@ func (a args) filePath() (string, error) {
 	if strings.TrimSpace(p) == "" {
 		return "", argError("file_path must be a non-empty string")
 	}
-	return p, nil
+	return p, checkPathLength("file_path", p)
 }
 
 // positiveInt checks a 1-based count: finite, integral, at least 1.

@@ -17,6 +17,12 @@ var dotDotSegment = regexp.MustCompile(`(?:^|[\\/])\.\.(?:[\\/]|$)`)
 // point, which is what the agent's shell sees. Anything outside the
 // workspace, lexically or through a symlink, is FS_SANDBOX_DENIED.
 func (s *Service) resolve(cwd, filePath, verb string) (versionstore.Target, error) {
+	if err := checkPathLength("file_path", filePath); err != nil {
+		return versionstore.Target{}, err
+	}
+	if err := checkPathLength("cwd", cwd); err != nil {
+		return versionstore.Target{}, err
+	}
 	base, err := s.cwdDisplay(cwd)
 	if err != nil {
 		return versionstore.Target{}, err

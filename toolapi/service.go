@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/dshfs/dshfs/policy"
 	"github.com/dshfs/dshfs/versionstore"
@@ -152,8 +151,8 @@ func (s *Service) Call(ctx context.Context, name string, req Request) (Result, e
 	default:
 		return Result{}, fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
-	if strings.IndexByte(req.Actor, 0) >= 0 {
-		return failure(argError("actor must not contain a NUL byte")), nil
+	if err := checkRequest(req); err != nil {
+		return failure(err), nil
 	}
 	return run(ctx, req), nil
 }

@@ -105,6 +105,9 @@ func (s *Service) Diff(cwd, path, from, to string) (string, error) {
 // Restore makes version the content of path again, as a guarded write
 // recorded in history as a restore by actor.
 func (s *Service) Restore(ctx context.Context, cwd, path, version, actor string) (versionstore.RestoreResult, FileVersion, error) {
+	if err := CheckActor(actor); err != nil {
+		return versionstore.RestoreResult{}, FileVersion{}, err
+	}
 	t, v, err := s.fileVersion(cwd, path, version)
 	if err != nil {
 		return versionstore.RestoreResult{}, FileVersion{}, err

@@ -38,7 +38,7 @@ func startDaemon(t testing.TB, maxBody int64) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, _ := policy.New(store.DB())
+	pol, _ := policy.New(store.DB(), policy.Options{})
 	d.svc, _ = toolapi.New(store, pol, toolapi.Config{})
 	srv := NewServer(Config{
 		Tools:   d.svc,
@@ -312,4 +312,37 @@ func (zeros) Read(p []byte) (int, error) {
 		p[i] = 'x'
 	}
 	return len(p), nil
+}
+
+// Over the socket as in-process: an actor name the index could not key
+// observations by is refused before the tool runs, and a rewind or restore
+// by one is refused before it changes anything.
+func TestLongActorRefusedBeforeAnyChange(t *testing.T) {
+	d := startDaemon(t, 0)
+	long := strings.Repeat("x", 40000)
+	r := d.call(t, long, "write", `{"file_path":"new.txt","content":"x"}`)
+	if !r.IsError || r.Text != "Error: actor must be at most 256 bytes" {
+		t.Fatalf("write as a 40,000-byte actor: %+v", r)
+	}
+	if _, err := os.Lstat(filepath.Join(d.ws, "new.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the refused write created the file (%v)", err)
+	}
+	os.WriteFile(filepath.Join(d.ws, "f.txt"), []byte("one\n"), 0o644)
+	r = d.call(t, "a", "read", `{"file_path":"f.txt"}`)
+	var rv toolapi.ReadValue
+	json.Unmarshal(r.Value, &rv)
+	ctx := context.Background()
+	if _, err := d.client.Checkpoint(ctx, "before"); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(d.ws, "f.txt"), []byte("two\n"), 0o644)
+	if _, err := d.client.Restore(ctx, RestoreRequest{Path: "f.txt", Version: rv.Version.String(), Actor: long}); err == nil {
+		t.Fatal("restore by a 40,000-byte actor succeeded")
+	}
+	if _, err := d.client.Rewind(ctx, RewindRequest{Checkpoint: "before", Actor: long}, nil); err == nil {
+		t.Fatal("rewind by a 40,000-byte actor succeeded")
+	}
+	if b, _ := os.ReadFile(filepath.Join(d.ws, "f.txt")); string(b) != "two\n" {
+		t.Fatalf("f.txt = %q after refused restore and rewind", b)
+	}
 }

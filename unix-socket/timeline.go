@@ -169,6 +169,10 @@ func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "rewind needs a checkpoint")
 		return
 	}
+	if err := toolapi.CheckActor(req.Actor); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	if cps, err := s.cfg.Store.Checkpoints(); err != nil || !hasCheckpoint(cps, req.Checkpoint) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("checkpoint %q: %v", req.Checkpoint, versionstore.ErrNoCheckpoint))
 		return

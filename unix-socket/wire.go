@@ -8,6 +8,7 @@ package unixsocket
 import (
 	"encoding/json"
 
+	"github.com/dshfs/dshfs/policy"
 	"github.com/dshfs/dshfs/toolapi"
 	"github.com/dshfs/dshfs/versionstore"
 )
@@ -42,9 +43,20 @@ type Status struct {
 	UptimeSeconds float64          `json:"uptime_seconds"`
 	FilesIndexed  int              `json:"files_indexed"`
 	DirtyFiles    int              `json:"dirty_files"`
-	Actors        []string         `json:"actors"`
+	Actors        ActorSummary     `json:"actors"`
 	Ops           map[string]int64 `json:"ops"`
 }
+
+// ActorSummary counts the actors holding observations and names the most
+// recently active (at most MaxRecentActors): a daemon serving many
+// sessions has too many to list.
+type ActorSummary struct {
+	Count  int               `json:"count"`
+	Recent []policy.Activity `json:"recent"`
+}
+
+// MaxRecentActors bounds ActorSummary.Recent.
+const MaxRecentActors = 10
 
 // ErrorBody is the body of every 4xx and 5xx answer.
 type ErrorBody struct {

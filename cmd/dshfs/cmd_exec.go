@@ -91,7 +91,7 @@ func openService(backing, stateDir string, withPolicy bool) (*toolapi.Service, f
 	}
 	var pol *policy.Policy
 	if withPolicy {
-		if pol, err = policy.New(store.DB()); err != nil {
+		if pol, err = policy.New(store.DB(), policy.Options{}); err != nil {
 			store.Close()
 			return nil, nil, err
 		}

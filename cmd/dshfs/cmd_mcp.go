@@ -35,6 +35,9 @@ func mcpCommand() *cli.Command {
 }
 
 func runMCP(ctx context.Context, socket, mount, actor string) error {
+	if err := toolapi.CheckActor(actor); err != nil {
+		return cli.Exit("--actor: "+err.Error(), exitUsage)
+	}
 	wd, _ := os.Getwd()
 	wd = absDir(wd)
 	cwd := ""

@@ -30,7 +30,16 @@ type mountOptions struct {
 	KeepMax      int64 // largest file whose bytes are kept; 0: 64 MiB
 	RetainBytes  int64
 	RetainAge    time.Duration
+	ForgetActors time.Duration // forget the observations of actors idle this long
 }
+
+// Observations of actors idle this long are forgotten (a forgotten actor
+// reads again before it edits); past maxActors actors, the least recently
+// active are.
+const (
+	defaultForgetActors = 7 * 24 * time.Hour
+	maxActors           = 10_000
+)
 
 func mountCommand() *cli.Command {
 	var o mountOptions
@@ -52,6 +61,7 @@ func mountCommand() *cli.Command {
 			&cli.Int64Flag{Name: "keep-max-bytes", Usage: "largest file whose versions' bytes are kept (default: 64 MiB); -1 keeps none", Destination: &o.KeepMax},
 			&cli.Int64Flag{Name: "retain-bytes", Usage: "budget for kept bytes (default: 2 GiB)", Destination: &o.RetainBytes},
 			&cli.DurationFlag{Name: "retain-age", Usage: "drop kept bytes older than this, unless current or checkpointed (default: 720h)", Destination: &o.RetainAge},
+			&cli.DurationFlag{Name: "forget-actors-after", Usage: "forget what an actor observed once it has been idle this long (it reads again before editing)", Value: defaultForgetActors, Destination: &o.ForgetActors},
 			&cli.Int64Flag{Name: "max-image-bytes", Usage: "largest file read_image returns (default: 3670016, 3.5 MiB)", Destination: &o.MaxImageSize},
 		},
 		Action: func(c *cli.Context) error {
@@ -62,8 +72,8 @@ func mountCommand() *cli.Command {
 			if fi, err := os.Stat(o.Backing); err != nil || !fi.IsDir() {
 				return cli.Exit(fmt.Sprintf("backing directory %s is not a directory", o.Backing), exitFailure)
 			}
-			if o.MaxImageSize < 0 || o.RetainBytes < 0 || o.RetainAge < 0 {
-				return cli.Exit("--max-image-bytes, --retain-bytes and --retain-age must be positive", exitUsage)
+			if o.MaxImageSize < 0 || o.RetainBytes < 0 || o.RetainAge < 0 || o.ForgetActors <= 0 {
+				return cli.Exit("--max-image-bytes, --retain-bytes, --retain-age and --forget-actors-after must be positive", exitUsage)
 			}
 			if !o.Foreground {
 				return daemonize(o, c.App.Name)

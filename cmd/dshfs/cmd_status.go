@@ -101,7 +101,7 @@ func runStatus(ctx context.Context, mountpoint string, asJSON bool) error {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t\n", e.MountPoint, e.Backing, e.FilesIndexed, e.DirtyFiles,
-			len(e.Actors), (time.Duration(e.UptimeSeconds) * time.Second).String(), e.UID)
+			e.Actors.Count, (time.Duration(e.UptimeSeconds) * time.Second).String(), e.UID)
 	}
 	return tw.Flush()
 }

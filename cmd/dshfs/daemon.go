@@ -61,6 +61,9 @@ func daemonize(o mountOptions, name string) error {
 	if o.MaxImageSize > 0 {
 		args = append(args, "--max-image-bytes", strconv.FormatInt(o.MaxImageSize, 10))
 	}
+	if o.ForgetActors > 0 {
+		args = append(args, "--forget-actors-after", o.ForgetActors.String())
+	}
 	if o.CacheTimeout > 0 {
 		args = append(args, "--cache-timeout", o.CacheTimeout.String())
 	}

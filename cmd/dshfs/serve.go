@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/dshfs/dshfs/policy"
 	"github.com/dshfs/dshfs/toolapi"
@@ -21,7 +22,7 @@ func serveSocket(store *versionstore.Store, o mountOptions, backing, mnt string,
 	var pol *policy.Policy
 	if !o.NoPolicy {
 		var err error
-		if pol, err = policy.New(store.DB()); err != nil {
+		if pol, err = policy.New(store.DB(), policy.Options{}); err != nil {
 			return "", nil, err
 		}
 	}
@@ -39,7 +40,7 @@ func serveSocket(store *versionstore.Store, o mountOptions, backing, mnt string,
 				st.FilesIndexed, st.DirtyFiles = s.Files, s.Dirty
 			}
 			if pol != nil {
-				st.Actors, _ = pol.Actors()
+				st.Actors = actorSummary(pol)
 			}
 			return st
 		},
@@ -58,12 +59,50 @@ func serveSocket(store *versionstore.Store, o mountOptions, backing, mnt string,
 	if err != nil {
 		log.Warn("register mount", "err", err)
 	}
+	stopForgetting := func() {}
+	if pol != nil {
+		stopForgetting = forgetIdleActors(pol, o.ForgetActors, log)
+	}
 	return socket, func() {
+		stopForgetting()
 		l.Close()
 		if reg != "" {
 			os.Remove(reg)
 		}
 	}, nil
+}
+
+// actorSummary counts the actors and names the most recently active.
+func actorSummary(pol *policy.Policy) unixsocket.ActorSummary {
+	acts, _ := pol.Activity()
+	return unixsocket.ActorSummary{Count: len(acts), Recent: acts[:min(len(acts), unixsocket.MaxRecentActors)]}
+}
+
+// forgetIdleActors forgets idle actors' observations now and every hour,
+// until the returned function is called.
+func forgetIdleActors(pol *policy.Policy, idle time.Duration, log *slog.Logger) func() {
+	if idle <= 0 {
+		idle = defaultForgetActors
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Hour)
+		defer t.Stop()
+		for {
+			if gone, err := pol.ForgetIdle(idle, maxActors); err != nil {
+				log.Error("forget idle actors", "err", err)
+			} else if len(gone) > 0 {
+				log.Info("forgot idle actors", "count", len(gone))
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
 }
 
 // mountRecord is what a running mount registers for the CLI to find it.
