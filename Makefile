@@ -29,6 +29,7 @@ lint: tools
 fuzz:
 	$(GO) test ./versionstore -run '^$$' -fuzz '^FuzzApplyLiteralEdit$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./toolapi -run '^$$' -fuzz '^FuzzWindow$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./toolapi -run '^$$' -fuzz '^FuzzDecodeArgs$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzDecodeToolResult$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzDecodeToolRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzAppendString$$' -fuzztime $(FUZZTIME)

@@ -97,8 +97,8 @@ func TestConcurrentShellAndTools(t *testing.T) {
 				switch {
 				case !er.IsError:
 					edits++
-					if before := er.Value.(toolapi.EditValue).Before; before != text.String() {
-						t.Errorf("edit by %s applied to %q, but it read %q", actor, before, text.String())
+					if before := er.Value.(toolapi.EditValue).Previous; before != versionstore.SumString(text.String()) {
+						t.Errorf("edit by %s applied to version %s, but it read %q", actor, before, text.String())
 					}
 				case er.Error.Code == string(versionstore.CodeStaleVersion):
 					stale++

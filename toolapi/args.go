@@ -25,8 +25,25 @@ func decodeArgs(raw json.RawMessage, props []property) (args, error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		raw = []byte("{}") // no arguments at all: report what is missing
 	}
+	if raw[0] != '{' {
+		return nil, argError(`invalid arguments: "arguments" must be an object`)
+	}
+	// One pass over the arguments, which may hold a write's whole content:
+	// decoded straight into values, then checked. Anything that does not
+	// decode so (a number past float64, say) is reported by the checks of
+	// each raw value below, as the reference reports it.
+	var values map[string]any
+	if json.Unmarshal(raw, &values) == nil {
+		return checkArgs(values, props)
+	}
+	return checkRawArgs(raw, props)
+}
+
+// checkRawArgs is decodeArgs value by value, for arguments that do not
+// decode in one pass.
+func checkRawArgs(raw json.RawMessage, props []property) (args, error) {
 	var obj map[string]json.RawMessage
-	if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
+	if json.Unmarshal(raw, &obj) != nil {
 		return nil, argError(`invalid arguments: "arguments" must be an object`)
 	}
 	var violations []string
@@ -52,6 +69,45 @@ func decodeArgs(raw json.RawMessage, props []property) (args, error) {
 		return nil, argError("invalid arguments: " + strings.Join(violations, "; "))
 	}
 	return a, nil
+}
+
+// checkArgs checks decoded values against props, reporting as decodeArgs.
+func checkArgs(values map[string]any, props []property) (args, error) {
+	var violations []string
+	for _, p := range props {
+		if _, ok := values[p.name]; !ok && p.required {
+			violations = append(violations, `missing required property "`+p.name+`"`)
+		}
+	}
+	a := args{}
+	for _, p := range props {
+		v, ok := values[p.name]
+		if !ok {
+			continue
+		}
+		if !hasType(v, p.typ) {
+			violations = append(violations, `"`+p.name+`" must be a `+p.typ)
+			continue
+		}
+		a[p.name] = v
+	}
+	if len(violations) > 0 {
+		return nil, argError("invalid arguments: " + strings.Join(violations, "; "))
+	}
+	return a, nil
+}
+
+// hasType reports whether a decoded JSON value is of the schema type typ.
+func hasType(v any, typ string) bool {
+	switch v.(type) {
+	case string:
+		return typ == "string"
+	case float64:
+		return typ == "number"
+	case bool:
+		return typ == "boolean"
+	}
+	return false
 }
 
 func decodeTyped(raw json.RawMessage, typ string) (any, bool) {

@@ -476,28 +476,28 @@ func TestValueShapes(t *testing.T) {
 	mustJSONValue(t, h.call(ToolRead, agent, map[string]any{"file_path": "f.txt", "offset": 2, "limit": 1}),
 		`{"path":"`+d+`","offset":2,"lines":[{"number":2,"text":"OLD"}],"totalLines":3,"version":"`+ver("a\r\nOLD\r\nb\r\n")+`"}`)
 
-	// Edit: before/after LF-normalized, CRLF kept on disk.
+	// Edit: versions, never the text; CRLF kept on disk.
 	mustJSONValue(t, h.edit(agent, "f.txt", "OLD", "NEW"),
-		`{"path":"`+d+`","before":"a\nOLD\nb\n","after":"a\nNEW\nb\n","replacements":1,"version":"`+ver("a\r\nNEW\r\nb\r\n")+`"}`)
+		`{"path":"`+d+`","operation":"update","replacements":1,"version":"`+ver("a\r\nNEW\r\nb\r\n")+`","previous_version":"`+ver("a\r\nOLD\r\nb\r\n")+`"}`)
 	if got := h.get("f.txt"); got != "a\r\nNEW\r\nb\r\n" {
 		t.Fatalf("disk = %q, want CRLF kept", got)
 	}
 
-	// Write update: before is the old text LF-normalized; after is the
-	// content LF-normalized; the bytes on disk are verbatim.
+	// Write update: the version replaced, not the text; the bytes on disk
+	// are verbatim.
 	mustJSONValue(t, h.write(agent, "f.txt", "x\r\ny\n"),
-		`{"path":"`+d+`","operation":"update","before":"a\nNEW\nb\n","after":"x\ny\n","version":"`+ver("x\r\ny\n")+`"}`)
+		`{"path":"`+d+`","operation":"update","version":"`+ver("x\r\ny\n")+`","previous_version":"`+ver("a\r\nNEW\r\nb\r\n")+`"}`)
 	if got := h.get("f.txt"); got != "x\r\ny\n" {
 		t.Fatalf("disk = %q", got)
 	}
 
-	// Write create: before is null.
+	// Write create: no previous version.
 	mustJSONValue(t, h.write(agent, "g.txt", "new\n"),
-		`{"path":"`+h.disp("g.txt")+`","operation":"create","before":null,"after":"new\n","version":"`+ver("new\n")+`"}`)
+		`{"path":"`+h.disp("g.txt")+`","operation":"create","version":"`+ver("new\n")+`"}`)
 
 	// Replace-all counts its replacements.
 	mustJSONValue(t, h.call(ToolEdit, agent, map[string]any{"file_path": "g.txt", "old_string": "e", "new_string": "EE", "replace_all": true}),
-		`{"path":"`+h.disp("g.txt")+`","before":"new\n","after":"nEEw\n","replacements":1,"version":"`+ver("nEEw\n")+`"}`)
+		`{"path":"`+h.disp("g.txt")+`","operation":"update","replacements":1,"version":"`+ver("nEEw\n")+`","previous_version":"`+ver("new\n")+`"}`)
 
 	// The whole result on the wire, for a failure and a success.
 	b, _ := json.Marshal(h.read(agent, "nope.txt"))

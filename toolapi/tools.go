@@ -16,22 +16,25 @@ type ReadValue struct {
 	Version    versionstore.Version `json:"version"`
 }
 
-// WriteValue is the structured outcome of write.
+// WriteValue is the structured outcome of write. Like every value it
+// carries facts the backend resolved, never the file's contents (the
+// reference keeps before and after inside the execution): a harness that
+// wants the change asks for the diff of previous_version and version.
 type WriteValue struct {
 	Path      string               `json:"path"`
 	Operation string               `json:"operation"` // "create" or "update"
-	Before    *string              `json:"before"`
-	After     string               `json:"after"`
 	Version   versionstore.Version `json:"version"`
+	// Previous is the version replaced; absent for a created file.
+	Previous *versionstore.Version `json:"previous_version,omitempty"`
 }
 
 // EditValue is the structured outcome of edit.
 type EditValue struct {
 	Path         string               `json:"path"`
-	Before       string               `json:"before"`
-	After        string               `json:"after"`
+	Operation    string               `json:"operation"` // always "update"
 	Replacements int                  `json:"replacements"`
 	Version      versionstore.Version `json:"version"`
+	Previous     versionstore.Version `json:"previous_version"`
 }
 
 func (s *Service) read(ctx context.Context, req Request) Result {
@@ -126,13 +129,14 @@ func (s *Service) write(ctx context.Context, req Request) Result {
 	if err := s.observe(req.Actor, t, "write", policy.Present(res.Version)); err != nil {
 		return failure(err)
 	}
-	op, msg := "update", "Updated file"
+	value := WriteValue{Path: t.Display, Operation: "update", Version: res.Version, Previous: &res.Previous}
+	msg := "Updated file"
 	if res.Created {
-		op, msg = "create", "Created file"
+		value.Operation, value.Previous, msg = "create", nil, "Created file"
 	}
 	return Result{
 		Text:  "<path>" + t.Display + "</path>\n<type>file</type>\n<content>\n" + msg + "\n</content>",
-		Value: WriteValue{Path: t.Display, Operation: op, Before: res.Before, After: res.After, Version: res.Version},
+		Value: value,
 	}
 }
 
@@ -169,7 +173,7 @@ func (s *Service) edit(ctx context.Context, req Request) Result {
 	}
 	return Result{
 		Text:  text,
-		Value: EditValue{Path: t.Display, Before: res.Before, After: res.After, Replacements: res.Replacements, Version: res.Version},
+		Value: EditValue{Path: t.Display, Operation: "update", Replacements: res.Replacements, Version: res.Version, Previous: res.Previous},
 	}
 }
 

@@ -62,28 +62,24 @@ func appendToolResult(dst []byte, r toolapi.Result) ([]byte, bool) {
 		dst = appendString(dst, v.Path)
 		dst = append(dst, `,"operation":`...)
 		dst = appendString(dst, v.Operation)
-		dst = append(dst, `,"before":`...)
-		if v.Before == nil {
-			dst = append(dst, "null"...)
-		} else {
-			dst = appendString(dst, *v.Before)
-		}
-		dst = append(dst, `,"after":`...)
-		dst = appendString(dst, v.After)
 		dst = append(dst, `,"version":`...)
 		dst = appendString(dst, v.Version.String())
+		if v.Previous != nil {
+			dst = append(dst, `,"previous_version":`...)
+			dst = appendString(dst, v.Previous.String())
+		}
 		dst = append(dst, '}')
 	case toolapi.EditValue:
 		dst = append(dst, `,"value":{"path":`...)
 		dst = appendString(dst, v.Path)
-		dst = append(dst, `,"before":`...)
-		dst = appendString(dst, v.Before)
-		dst = append(dst, `,"after":`...)
-		dst = appendString(dst, v.After)
+		dst = append(dst, `,"operation":`...)
+		dst = appendString(dst, v.Operation)
 		dst = append(dst, `,"replacements":`...)
 		dst = strconv.AppendInt(dst, int64(v.Replacements), 10)
 		dst = append(dst, `,"version":`...)
 		dst = appendString(dst, v.Version.String())
+		dst = append(dst, `,"previous_version":`...)
+		dst = appendString(dst, v.Previous.String())
 		dst = append(dst, '}')
 	default:
 		return dst, false

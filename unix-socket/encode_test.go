@@ -23,13 +23,12 @@ func TestAppendToolResultMatchesEncodingJSON(t *testing.T) {
 		}
 		return sb.String()
 	}
-	v := versionstore.SumString("x")
+	v, prev := versionstore.SumString("x"), versionstore.SumString("y")
 	for i := range 3000 {
 		r := toolapi.Result{Text: str(), IsError: rng.IntN(2) == 0}
 		if r.IsError {
 			r.Error = &toolapi.ErrorInfo{Code: []string{"", "FS_NOT_FOUND"}[rng.IntN(2)], Message: str()}
 		}
-		before := str()
 		switch i % 5 {
 		case 1:
 			lines := []toolapi.Line{}
@@ -41,13 +40,13 @@ func TestAppendToolResultMatchesEncodingJSON(t *testing.T) {
 			}
 			r.Value = toolapi.ReadValue{Path: str(), Offset: rng.IntN(9), Lines: lines, TotalLines: rng.IntN(99), Version: v}
 		case 2:
-			w := toolapi.WriteValue{Path: str(), Operation: "update", After: str(), Version: v}
+			w := toolapi.WriteValue{Path: str(), Operation: "update", Version: v}
 			if rng.IntN(2) == 0 {
-				w.Before = &before
+				w.Previous = &prev
 			}
 			r.Value = w
 		case 3:
-			r.Value = toolapi.EditValue{Path: str(), Before: before, After: str(), Replacements: rng.IntN(3), Version: v}
+			r.Value = toolapi.EditValue{Path: str(), Operation: "update", Replacements: rng.IntN(3), Version: v, Previous: prev}
 		case 4:
 			r.Value = toolapi.ReadValue{Path: str()} // zero version
 		}

@@ -26,7 +26,7 @@ func TestEditGuarded(t *testing.T) {
 	if got := ts.get("f"); got != "a\r\nNEW\r\nb\r\n" {
 		t.Fatalf("on disk %q: CRLF not kept", got)
 	}
-	if res.Before != "a\nOLD\nb\n" || res.After != "a\nNEW\nb\n" || res.Replacements != 1 {
+	if res.Previous != v || res.Replacements != 1 {
 		t.Fatalf("result = %+v", res)
 	}
 	if res.Version != SumString("a\r\nNEW\r\nb\r\n") {
@@ -112,8 +112,8 @@ func TestEditKeepsBOMAndMode(t *testing.T) {
 	if got := ts.get("f"); got != "\uFEFFkey = new\r\n" {
 		t.Fatalf("on disk %q, want BOM and CRLF kept", got)
 	}
-	if res.Before != "key = old\n" {
-		t.Fatalf("before = %q", res.Before)
+	if res.Previous != SumString("\uFEFFkey = old\r\n") {
+		t.Fatalf("previous = %s, want the version of the bytes edited", res.Previous)
 	}
 	if fi, _ := os.Stat(ts.path("f")); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mode = %v", fi.Mode().Perm())

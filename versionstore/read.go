@@ -217,16 +217,6 @@ func (s *Store) readWhole(t Target, verb string) ([]byte, fs.FileInfo, error) {
 	}
 }
 
-// textForDiff is the reference's diff basis: the LF-normalized text without
-// BOM, or nil for content that is not text.
-func textForDiff(data []byte) *string {
-	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
-		return nil
-	}
-	t := string(bytes.ReplaceAll(bytes.TrimPrefix(data, bom), []byte("\r\n"), []byte("\n")))
-	return &t
-}
-
 // ReadBytes returns the bytes of t and their version, refusing a file of
 // more than maxBytes (FS_TOO_LARGE): by its size before reading, or by what
 // the read found if it grew since. It never reads more than maxBytes+1

@@ -35,22 +35,18 @@ type Intent struct {
 	Version Version // for IntentReplaceIfVersion
 }
 
-// WriteResult is the outcome of WriteText.
+// WriteResult is the outcome of WriteText. It carries versions, never the
+// file's text: a caller that wants the change asks for a diff of the two.
 type WriteResult struct {
-	Created bool
-	Version Version
-	// Before is the prior text (LF-normalized, BOM removed), or nil when the
-	// file was created, was not text, or was too large for a diff basis.
-	Before *string
-	// After is the written content, LF-normalized.
-	After string
+	Created  bool
+	Version  Version
+	Previous Version // the version replaced; zero for a created file
 }
 
 // EditResult is the outcome of EditText.
 type EditResult struct {
 	Version      Version
-	Before       string // LF-normalized text before the edit
-	After        string // LF-normalized text after the edit
+	Previous     Version // the version edited
 	Replacements int
 }
 
@@ -90,9 +86,6 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 		s.recordSeen(t.Key, cur)
 		return res, err
 	}
-	if cur.data != nil && len(content) < s.diffBasisMax && len(cur.data) < s.diffBasisMax {
-		res.Before = textForDiff(cur.data)
-	}
 	perm := s.fileMode
 	if cur.fi != nil {
 		perm = cur.fi.Mode().Perm()
@@ -104,7 +97,7 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 		s.recordSeen(t.Key, cur)
 		return res, err
 	}
-	res.Created, res.After = cur.fi == nil, normalizeNewlines(content)
+	res.Created, res.Previous = cur.fi == nil, cur.version
 	res.Version = s.commitPublished(t, cur, fi, at, data, w)
 	return res, nil
 }
@@ -174,7 +167,7 @@ func (s *Store) editLocked(ctx context.Context, t Target, cur snapshot, e Edit, 
 		return res, err
 	}
 	text, hasBOM := strings.CutPrefix(string(cur.data), string(bom))
-	out, before, after, n, err := applyLiteralEdit(text, e, t.Display)
+	out, _, _, n, err := applyLiteralEdit(text, e, t.Display)
 	if err != nil {
 		return res, err
 	}
@@ -187,7 +180,7 @@ func (s *Store) editLocked(ctx context.Context, t Target, cur snapshot, e Edit, 
 	if err != nil {
 		return res, err
 	}
-	res.Before, res.After, res.Replacements = before, after, n
+	res.Previous, res.Replacements = cur.version, n
 	res.Version = s.commitPublished(t, cur, fi, at, data, w)
 	return res, nil
 }

@@ -29,7 +29,7 @@ func TestWriteCreateIfAbsent(t *testing.T) {
 	ts := openTestStore(t)
 	res, err := ts.write("new.txt", "hello", createOnly)
 	must(t, err)
-	if !res.Created || res.Before != nil || res.After != "hello" || res.Version != SumString("hello") {
+	if !res.Created || !res.Previous.IsZero() || res.Version != SumString("hello") {
 		t.Fatalf("result = %+v", res)
 	}
 	if ts.get("new.txt") != "hello" {
@@ -100,7 +100,7 @@ func TestWriteReplaceIfVersion(t *testing.T) {
 
 	res, err := ts.write("f", "two", replaceAt(v))
 	must(t, err)
-	if res.Created || res.Before == nil || *res.Before != "one" || res.Version != SumString("two") {
+	if res.Created || res.Previous != v || res.Version != SumString("two") {
 		t.Fatalf("result = %+v", res)
 	}
 	_, err = ts.write("f", "three", replaceAt(v))
@@ -125,7 +125,7 @@ func TestWriteUnconditional(t *testing.T) {
 	}
 	res, err = ts.write("a/b/c.txt", "over", anyway)
 	must(t, err)
-	if res.Created || *res.Before != "made" || ts.get("a/b/c.txt") != "over" {
+	if res.Created || res.Previous != SumString("made") || ts.get("a/b/c.txt") != "over" {
 		t.Fatalf("overwrite: %+v", res)
 	}
 	if fi, _ := os.Stat(ts.path("a/b")); fi.Mode().Perm() != 0o755 {
@@ -154,44 +154,6 @@ func TestWriteKeepsModeAndSymlink(t *testing.T) {
 		t.Fatalf("target = %q mode %v", ts.get("real.txt"), fi.Mode().Perm())
 	}
 	noTemps(t, ts.dir)
-}
-
-func TestWriteDiffBasis(t *testing.T) {
-	const limit = 8
-	ts := openTestStore(t, func(o *Options) { o.DiffBasisMaxBytes = limit })
-	str := func(s string) *string { return &s }
-	for _, tc := range []struct {
-		name, prior, content string
-		want                 *string
-	}{
-		{"both small", "abc", "def", str("abc")},
-		{"crlf normalized", "a\r\nb", "c\r\nd", str("a\nb")},
-		{"bom stripped", "\uFEFFab", "x", str("ab")},
-		{"prior at limit", "12345678", "x", nil},
-		{"content at limit", "abc", "12345678", nil},
-		{"content over limit in bytes", "abc", "你好吗", nil},
-		{"binary prior", "a\x00b", "x", nil},
-		{"invalid prior", "a\xffb", "x", nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ts.put("f", tc.prior)
-			res, err := ts.write("f", tc.content, anyway)
-			must(t, err)
-			if (res.Before == nil) != (tc.want == nil) || res.Before != nil && *res.Before != *tc.want {
-				t.Fatalf("before = %v, want %v", deref(res.Before), deref(tc.want))
-			}
-			if res.After != normalizeNewlines(tc.content) {
-				t.Fatalf("after = %q", res.After)
-			}
-		})
-	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return "<nil>"
-	}
-	return *s
 }
 
 // Writes and edits racing on one file at one observed version: exactly one
