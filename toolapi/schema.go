@@ -11,7 +11,29 @@ type ToolDef struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	// Title and Annotations are for the harness, not the model: a display
+	// name, and MCP's hints of what a call does, as the MCP reference
+	// filesystem server gives its tools.
+	Title       string      `json:"title"`
+	Annotations Annotations `json:"annotations"`
 }
+
+// Annotations are MCP's tool hints. Every tool acts on the workspace only
+// (openWorldHint false).
+type Annotations struct {
+	ReadOnly    bool `json:"readOnlyHint"`
+	Destructive bool `json:"destructiveHint"`
+	Idempotent  bool `json:"idempotentHint"`
+	OpenWorld   bool `json:"openWorldHint"`
+}
+
+var (
+	readOnly = Annotations{ReadOnly: true}
+	// A guarded write replaces the file; writing the same content again
+	// changes nothing more. An edit applied twice would edit twice.
+	replaces = Annotations{Destructive: true, Idempotent: true}
+	edits    = Annotations{Destructive: true}
+)
 
 // Tool names.
 const (
@@ -82,10 +104,11 @@ func Definitions(readLimit int) []ToolDef { return toolDefs(readLimit) }
 
 func toolDefs(readLimit int) []ToolDef {
 	return []ToolDef{
-		{ToolRead, "Read a UTF-8 text file and return line-numbered content.", schemaJSON(readProps(readLimit))},
+		{ToolRead, "Read a UTF-8 text file and return line-numbered content.", schemaJSON(readProps(readLimit)),
+			"Read File", readOnly},
 		{ToolReadImage, "Read a PNG/JPEG/WebP/GIF file and return the image itself. Requires the current model to accept image input.",
-			schemaJSON(readImageProps)},
-		{ToolWrite, "Create or fully replace a UTF-8 text file.", schemaJSON(writeProps)},
-		{ToolEdit, "Edit an existing UTF-8 text file by replacing literal text.", schemaJSON(editProps)},
+			schemaJSON(readImageProps), "Read Image", readOnly},
+		{ToolWrite, "Create or fully replace a UTF-8 text file.", schemaJSON(writeProps), "Write File", replaces},
+		{ToolEdit, "Edit an existing UTF-8 text file by replacing literal text.", schemaJSON(editProps), "Edit File", edits},
 	}
 }

@@ -48,8 +48,13 @@ func TestToolsDefinitions(t *testing.T) {
 	if len(got) != len(want) {
 		t.Fatalf("Tools() has %d tools, want %d", len(got), len(want))
 	}
+	annotations := map[string]Annotations{"read": {ReadOnly: true}, "read_image": {ReadOnly: true},
+		"write": {Destructive: true, Idempotent: true}, "edit": {Destructive: true}}
 	for i, w := range want {
 		g := got[i]
+		if g.Annotations != annotations[g.Name] || g.Title == "" {
+			t.Errorf("%s: title %q, annotations %+v; want a title and %+v", g.Name, g.Title, g.Annotations, annotations[g.Name])
+		}
 		if g.Name != w.name || g.Description != w.description || string(g.InputSchema) != w.schema {
 			t.Errorf("tool %d:\n got %s %q %s\nwant %s %q %s", i, g.Name, g.Description, g.InputSchema, w.name, w.description, w.schema)
 		}
@@ -62,7 +67,8 @@ func TestToolsDefinitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantWire := `{"name":"write","description":"Create or fully replace a UTF-8 text file.","input_schema":` + writeSchema + `}`
+	wantWire := `{"name":"write","description":"Create or fully replace a UTF-8 text file.","input_schema":` + writeSchema +
+		`,"title":"Write File","annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}}`
 	if string(b) != wantWire {
 		t.Errorf("wire form:\n got %s\nwant %s", b, wantWire)
 	}
