@@ -19,7 +19,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	dshfsBin = filepath.Join(dir, "dshfs")
-	build := exec.Command("go", "build", "-race", "-o", dshfsBin, "../cmd/dshfs")
+	args := []string{"build", "-o", dshfsBin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "../cmd/dshfs")...)
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		panic("build dshfs: " + err.Error())
