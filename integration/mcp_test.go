@@ -7,7 +7,6 @@ import (
 	"image"
 	"image/color"
 	pngenc "image/png"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -16,7 +15,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,12 +25,15 @@ import (
 )
 
 // An MCP client built on the official SDK spawns `dshfs mcp` against a
-// running mount, through a recording proxy of the daemon's socket, and runs
-// read → write → edit → stale edit → read_image. What reaches the client —
-// and so, through a harness, the model — is exactly the socket's text as
-// one text block (read_image: plus the image as an image block), and no
-// structuredContent: Claude Code, Codex and OpenCode hand the model
-// structuredContent in place of the text when a result has it.
+// running mount and runs read → write → edit → stale edit → read_image,
+// while the same calls go over the socket on a mirror of the files. What
+// reaches the client — and so, through a harness, the model — is exactly
+// the socket's text as one text block (read_image: plus the image as an
+// image block), and no structuredContent: Claude Code, Codex and OpenCode
+// hand the model structuredContent in place of the text when a result has
+// it. Both ways `dshfs mcp` serves are checked: handing the session to the
+// daemon, and relaying each call over the socket (a daemon that does not
+// take sessions).
 func TestMCP(t *testing.T) {
 	testfuse.Require(t)
 	backing, mnt, state := t.TempDir(), filepath.Join(t.TempDir(), "mnt"), t.TempDir()
@@ -46,89 +47,115 @@ func TestMCP(t *testing.T) {
 		dshfs(t, state, "unmount", mnt)
 		unix.Unmount(mnt, unix.MNT_DETACH)
 	})
-	if err := os.WriteFile(filepath.Join(mnt, "f.txt"), []byte("hello mcp\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	socket, _ := filepath.Glob(filepath.Join(state, "dshfs", "ws-*", "dshfs.sock"))
-	proxy := recordTools(t, socket[0])
-
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	session := mcpSession(ctx, t, state, "--socket", proxy.socket, "--actor", "mcp-test")
-	checkMCPTools(ctx, t, session, socket[0])
-
-	call := func(name string, args map[string]any) *mcp.CallToolResult {
-		t.Helper()
-		r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := proxy.last(t); len(r.Content) == 0 || r.Content[0].(*mcp.TextContent).Text != want.Text || r.IsError != want.IsError {
-			t.Fatalf("%s: MCP gave %v %#v; the socket said %v %q", name, r.IsError, r.Content, want.IsError, want.Text)
-		}
-		if r.StructuredContent != nil {
-			t.Fatalf("%s: structuredContent %#v without --structured-content", name, r.StructuredContent)
-		}
-		return r
-	}
-	path := filepath.Join(mnt, "f.txt")
-	for _, c := range []struct {
-		tool string
-		args map[string]any
-		want string // a substring of the text, so the calls are the ones meant
-	}{
-		{"read", map[string]any{"file_path": path}, "1: hello mcp"},
-		{"write", map[string]any{"file_path": filepath.Join(mnt, "new.txt"), "content": "made over MCP\n"}, "Created file"},
-		{"edit", map[string]any{"file_path": path, "old_string": "hello", "new_string": "hi"}, "updated successfully"},
-	} {
-		if r := call(c.tool, c.args); r.IsError || len(r.Content) != 1 || !strings.Contains(r.Content[0].(*mcp.TextContent).Text, c.want) {
-			t.Fatalf("%s: %v %#v", c.tool, r.IsError, r.Content)
-		}
-	}
-	if err := os.WriteFile(path, []byte("changed by a shell\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := call("edit", map[string]any{"file_path": path, "old_string": "changed", "new_string": "x"})
-	if !r.IsError || len(r.Content) != 1 {
-		t.Fatalf("stale edit: %v %#v", r.IsError, r.Content)
-	}
-	if b, _ := os.ReadFile(filepath.Join(mnt, "new.txt")); string(b) != "made over MCP\n" {
-		t.Fatalf("new.txt = %q", b)
-	}
-
-	png := writePNG(t, filepath.Join(mnt, "pic.png"))
-	r = call("read_image", map[string]any{"file_path": filepath.Join(mnt, "pic.png")})
-	if r.IsError || len(r.Content) != 2 {
-		t.Fatalf("read_image: %v, %d blocks", r.IsError, len(r.Content))
-	}
-	if block, ok := r.Content[1].(*mcp.ImageContent); !ok || block.MIMEType != "image/png" || !bytes.Equal(block.Data, png) {
-		t.Fatalf("read_image block %#v is not the file's PNG", r.Content[1])
-	}
-	if r = call("read_image", map[string]any{"file_path": filepath.Join(mnt, "new.txt")}); !r.IsError || len(r.Content) != 1 {
-		t.Fatalf("read_image of a text file: %v %#v", r.IsError, r.Content)
+	daemon := unixsocket.NewClient(socket[0])
+	for _, mode := range []struct {
+		name, socket string
+		sessions     int64 // the daemon has served, after
+	}{{"handed over", socket[0], 1}, {"relayed", noSessions(t, socket[0]), 1}} {
+		t.Run(mode.name, func(t *testing.T) {
+			session := mcpSession(ctx, t, state, "--socket", mode.socket)
+			checkMCPTools(ctx, t, session, socket[0])
+			mirrorMCP(ctx, t, session, daemon, filepath.Join(mnt, strings.ReplaceAll(mode.name, " ", "-")))
+			if st, err := daemon.Status(ctx); err != nil || st.Ops["mcp"] != mode.sessions {
+				t.Fatalf("the daemon served %d sessions (%v), want %d", st.Ops["mcp"], err, mode.sessions)
+			}
+		})
 	}
 
 	// For programs that want the value, --structured-content adds it; the
 	// image's bytes stay in the image block only.
-	session = mcpSession(ctx, t, state, "--socket", socket[0], "--structured-content")
+	session := mcpSession(ctx, t, state, "--socket", socket[0], "--structured-content")
+	path, pic := filepath.Join(mnt, "s.txt"), filepath.Join(mnt, "s.png")
+	os.WriteFile(path, []byte("structured\n"), 0o644)
+	writePNG(t, pic)
 	r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"file_path": path}})
 	if sc, _ := r.StructuredContent.(map[string]any); err != nil || sc == nil || !strings.HasPrefix(sc["version"].(string), "b3:") {
 		t.Fatalf("read with --structured-content: %#v, %v", r.StructuredContent, err)
 	}
-	r, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "read_image", Arguments: map[string]any{"file_path": filepath.Join(mnt, "pic.png")}})
+	r, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "read_image", Arguments: map[string]any{"file_path": pic}})
 	sc, _ := r.StructuredContent.(map[string]any)
 	if err != nil || sc == nil || sc["width"] != 12.0 || sc["height"] != 7.0 || sc["data"] != nil || len(r.Content) != 2 {
 		t.Fatalf("read_image with --structured-content: %#v, %v", r.StructuredContent, err)
 	}
 
-	// With the daemon gone, a call is a tool error the model can read, not
-	// a protocol failure of the MCP server.
+	// With the daemon gone, the session goes on: a call is a tool error the
+	// model can read, not a protocol failure of the MCP server.
 	if out, code := dshfs(t, state, "unmount", mnt); code != 0 {
 		t.Fatalf("unmount: %s", out)
 	}
 	r, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"file_path": path}})
 	if err != nil || !r.IsError || !strings.HasPrefix(r.Content[0].(*mcp.TextContent).Text, "Error: reach the dshfs daemon") {
 		t.Fatalf("read with the daemon gone: %#v, %v", r, err)
+	}
+}
+
+// mirrorMCP runs the same calls through session on dir/mcp and over the
+// socket on dir/socket, and checks that each MCP result is the socket's
+// text as one text block (read_image: and the file's image) and nothing
+// else.
+func mirrorMCP(ctx context.Context, t *testing.T, session *mcp.ClientSession, client *unixsocket.Client, dir string) {
+	t.Helper()
+	sides := map[string]string{"mcp": filepath.Join(dir, "mcp"), "socket": filepath.Join(dir, "socket")}
+	var png []byte
+	for _, d := range sides {
+		must(t, os.MkdirAll(d, 0o755))
+		must(t, os.WriteFile(filepath.Join(d, "f.txt"), []byte("hello mcp\n"), 0o644))
+		png = writePNG(t, filepath.Join(d, "pic.png"))
+	}
+	call := func(tool string, args func(dir string) map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		raw, _ := json.Marshal(args(sides["socket"]))
+		want, err := client.Call(ctx, tool, unixsocket.ToolRequest{Actor: "socket-side", Arguments: raw})
+		must(t, err)
+		r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args(sides["mcp"])})
+		must(t, err)
+		wantText := strings.ReplaceAll(want.Text, sides["socket"], sides["mcp"])
+		if len(r.Content) == 0 || r.Content[0].(*mcp.TextContent).Text != wantText || r.IsError != want.IsError {
+			t.Fatalf("%s: MCP gave %v %#v; the socket said %v %q", tool, r.IsError, r.Content, want.IsError, wantText)
+		}
+		if r.StructuredContent != nil {
+			t.Fatalf("%s: structuredContent %#v without --structured-content", tool, r.StructuredContent)
+		}
+		return r
+	}
+	file := func(name string) func(string) map[string]any {
+		return func(d string) map[string]any { return map[string]any{"file_path": filepath.Join(d, name)} }
+	}
+	edit := func(from, to string) func(string) map[string]any {
+		return func(d string) map[string]any {
+			return map[string]any{"file_path": filepath.Join(d, "f.txt"), "old_string": from, "new_string": to}
+		}
+	}
+	if r := call("read", file("f.txt")); r.IsError || len(r.Content) != 1 {
+		t.Fatalf("read: %#v", r)
+	}
+	write := func(d string) map[string]any {
+		return map[string]any{"file_path": filepath.Join(d, "new.txt"), "content": "made over MCP\n"}
+	}
+	if r := call("write", write); r.IsError || len(r.Content) != 1 {
+		t.Fatalf("write: %#v", r)
+	}
+	if r := call("edit", edit("hello", "hi")); r.IsError || len(r.Content) != 1 {
+		t.Fatalf("edit: %#v", r)
+	}
+	for _, d := range sides {
+		must(t, os.WriteFile(filepath.Join(d, "f.txt"), []byte("changed by a shell\n"), 0o644))
+	}
+	if r := call("edit", edit("changed", "x")); !r.IsError || len(r.Content) != 1 {
+		t.Fatalf("stale edit: %#v", r)
+	}
+	r := call("read_image", file("pic.png"))
+	if r.IsError || len(r.Content) != 2 {
+		t.Fatalf("read_image: %v, %d blocks", r.IsError, len(r.Content))
+	}
+	if block, ok := r.Content[1].(*mcp.ImageContent); !ok || block.MIMEType != "image/png" || !bytes.Equal(block.Data, png) {
+		t.Fatalf("read_image block %#v is not the file's PNG", r.Content[1])
+	}
+	if r := call("read_image", file("new.txt")); !r.IsError || len(r.Content) != 1 {
+		t.Fatalf("read_image of a text file: %#v", r)
 	}
 }
 
@@ -189,18 +216,13 @@ func checkMCPTools(ctx context.Context, t *testing.T, session *mcp.ClientSession
 	}
 }
 
-// toolRecorder is a proxy of the daemon's socket that keeps the answer of
-// the last tool call it carried.
-type toolRecorder struct {
-	socket string
-	mu     sync.Mutex
-	answer []byte
-}
-
-func recordTools(t *testing.T, socket string) *toolRecorder {
+// noSessions is a proxy of the daemon's socket that refuses MCP sessions,
+// as a daemon from before they were handed over does: `dshfs mcp` then
+// relays each call itself.
+func noSessions(t *testing.T, socket string) string {
 	t.Helper()
-	rec := &toolRecorder{socket: filepath.Join(t.TempDir(), "proxy.sock")}
-	l, err := net.Listen("unix", rec.socket)
+	proxySocket := filepath.Join(t.TempDir(), "proxy.sock")
+	l, err := net.Listen("unix", proxySocket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,35 +231,14 @@ func recordTools(t *testing.T, socket string) *toolRecorder {
 		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
 		}},
-		ModifyResponse: func(resp *http.Response) error {
-			if !strings.HasPrefix(resp.Request.URL.Path, "/v1/tools/") {
-				return nil
-			}
-			b, err := io.ReadAll(resp.Body)
-			resp.Body = io.NopCloser(bytes.NewReader(b))
-			rec.mu.Lock()
-			rec.answer = b
-			rec.mu.Unlock()
-			return err
-		},
 	}
-	srv := &http.Server{Handler: proxy}
+	mux := http.NewServeMux()
+	mux.Handle("/", proxy)
+	mux.HandleFunc("POST /v1/mcp", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	srv := &http.Server{Handler: mux}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
-	return rec
-}
-
-// last is the answer of the last tool call, as the socket sent it.
-func (rec *toolRecorder) last(t *testing.T) unixsocket.ToolResult {
-	t.Helper()
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	var r unixsocket.ToolResult
-	if err := json.Unmarshal(rec.answer, &r); err != nil {
-		t.Fatalf("the socket's answer %q: %v", rec.answer, err)
-	}
-	rec.answer = nil
-	return r
+	return proxySocket
 }
 
 // writePNG writes a 12×7 PNG at path and returns its bytes.

@@ -214,7 +214,7 @@ func makeTree(path string, n, dirs int) error {
 	return tw.Close()
 }
 
-func must(b *testing.B, err error) {
+func must(b testing.TB, err error) {
 	b.Helper()
 	if err != nil {
 		b.Fatal(err)

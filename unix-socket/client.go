@@ -87,6 +87,13 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("dshfs daemon: %s (HTTP %d)", e.Message, e.Code)
 }
 
+// readAPIError is the error a 4xx or 5xx answer's body describes.
+func readAPIError(resp *http.Response) error {
+	var e ErrorBody
+	json.NewDecoder(resp.Body).Decode(&e)
+	return &APIError{Code: resp.StatusCode, Message: e.Error}
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
@@ -112,9 +119,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		resp.Body.Close()
 	}()
 	if resp.StatusCode != http.StatusOK {
-		var e ErrorBody
-		json.NewDecoder(resp.Body).Decode(&e)
-		return &APIError{Code: resp.StatusCode, Message: e.Error}
+		return readAPIError(resp)
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
@@ -184,9 +189,7 @@ func (c *Client) raw(ctx context.Context, path string) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var e ErrorBody
-		json.NewDecoder(resp.Body).Decode(&e)
-		return nil, &APIError{Code: resp.StatusCode, Message: e.Error}
+		return nil, readAPIError(resp)
 	}
 	return io.ReadAll(resp.Body)
 }
@@ -208,12 +211,10 @@ func (c *Client) stream(ctx context.Context, path string, body any, progress fun
 		return fmt.Errorf("reach the dshfs daemon at %s: %w", c.Socket, err)
 	}
 	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		var e ErrorBody
-		dec.Decode(&e)
-		return &APIError{Code: resp.StatusCode, Message: e.Error}
+		return readAPIError(resp)
 	}
+	dec := json.NewDecoder(resp.Body)
 	for {
 		var line struct {
 			Progress *Progress       `json:"progress"`

@@ -21,3 +21,17 @@ func sameUser(c *net.UnixConn) bool {
 	}
 	return int(cred.Uid) == os.Getuid() || cred.Uid == 0
 }
+
+// peerPid is the peer's process id, 0 if unknown.
+func peerPid(c *net.UnixConn) int {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var cred *unix.Ucred
+	raw.Control(func(fd uintptr) { cred, _ = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
+	if cred == nil {
+		return 0
+	}
+	return int(cred.Pid)
+}

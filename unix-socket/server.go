@@ -36,13 +36,18 @@ type Config struct {
 	MaxBody int64
 	// CallTimeout bounds one tool call (default 5 minutes).
 	CallTimeout time.Duration
-	Logger      *slog.Logger
+	// MCP serves a session `dshfs mcp` handed over (POST /v1/mcp) until
+	// it ends or ctx is done (nil: the route answers 404).
+	MCP    func(ctx context.Context, s MCPSession) error
+	Logger *slog.Logger
 }
 
 // Server serves the API.
 type Server struct {
 	cfg          Config
 	start        time.Time
+	ctx          context.Context // done when Serve returns: sessions end
+	stop         context.CancelFunc
 	mux          *http.ServeMux
 	writeTimeout time.Duration // bounds writing an answer (streamed ones clear it)
 
@@ -63,12 +68,14 @@ func NewServer(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, start: time.Now(), mux: http.NewServeMux(), ops: map[string]*atomic.Int64{},
 		writeTimeout: cfg.CallTimeout + time.Minute}
+	s.ctx, s.stop = context.WithCancel(context.Background())
 	// The route table, sorted.
 	s.mux.HandleFunc("GET /v1/checkpoints", s.needStore(s.checkpoints))
 	s.mux.HandleFunc("POST /v1/checkpoints", s.needStore(s.checkpoint))
 	s.mux.HandleFunc("GET /v1/diff", s.diff)
 	s.mux.HandleFunc("POST /v1/gc", s.needStore(s.gc))
 	s.mux.HandleFunc("GET /v1/history", s.history)
+	s.mux.HandleFunc("POST /v1/mcp", s.mcp)
 	s.mux.HandleFunc("POST /v1/restore", s.restore)
 	s.mux.HandleFunc("POST /v1/rewind", s.needStore(s.rewind))
 	s.mux.HandleFunc("GET /v1/show", s.show)
@@ -123,6 +130,7 @@ func (s *Server) Serve(l net.Listener) error {
 	}()
 	err := hs.Serve(hand)
 	l.Close() // hs closed the hand-off listener: stop accepting too
+	s.stop()
 	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
 		return nil
 	}

@@ -5,9 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"syscall"
 
+	"github.com/dshfs/dshfs/mcptools"
 	"github.com/dshfs/dshfs/toolapi"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -80,75 +84,68 @@ func runMCP(ctx context.Context, o mcpOptions) error {
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
-	server := mcp.NewServer(&mcp.Implementation{Name: "dshfs", Version: version}, nil)
-	for _, d := range defs {
-		server.AddTool(mcpTool(d), toolHandler(client, d.Name, actor, cwd, o.Structured))
-	}
-	if err := server.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+	req := unixsocket.MCPRequest{Actor: actor, Cwd: cwd, StructuredContent: o.Structured}
+	state, err := handOver(ctx, client, req)
+	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
-	return nil
+	if state == nil {
+		return nil // the daemon served the session to its end
+	}
+	return serveMCP(ctx, client, defs, req, state)
 }
 
-// mcpTool is a tool definition as MCP carries it.
-func mcpTool(d unixsocket.ToolDef) *mcp.Tool {
-	destructive, openWorld := d.Annotations.Destructive, d.Annotations.OpenWorld
-	return &mcp.Tool{Name: d.Name, Title: d.Title, Description: d.Description, InputSchema: d.InputSchema,
-		Annotations: &mcp.ToolAnnotations{
-			ReadOnlyHint:    d.Annotations.ReadOnly,
-			DestructiveHint: &destructive,
-			IdempotentHint:  d.Annotations.Idempotent,
-			OpenWorldHint:   &openWorld,
-		}}
-}
-
-// toolHandler forwards one MCP tool call to the daemon. The result is what
-// the model reads: the daemon's text as one text block, and for read_image
-// the image as an image block.
-func toolHandler(client *unixsocket.Client, name, actor, cwd string, structured bool) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args := req.Params.Arguments
-		if len(args) == 0 {
-			args = json.RawMessage("{}")
-		}
-		res, err := client.Call(ctx, name, unixsocket.ToolRequest{Actor: actor, Cwd: cwd, Arguments: args})
-		if err != nil {
-			// The daemon is down or refused the request: a failed tool
-			// call the model can read, as MCP asks, not a protocol error.
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Error: " + err.Error()}}, IsError: true}, nil
-		}
-		out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, IsError: res.IsError}
-		if structured && len(res.Value) > 0 {
-			out.StructuredContent = res.Value
-		}
-		if name == toolapi.ToolReadImage && !res.IsError {
-			if err := attachImage(out, res.Value, structured); err != nil {
-				return nil, err
+// handOver gives this process's standard input and output to the daemon,
+// which serves the MCP session itself: a call then costs one process hop,
+// as with any MCP server, not two. It returns once the session is over
+// (nil state), or with the state to go on from if the daemon goes away
+// first or does not take sessions.
+func handOver(ctx context.Context, client *unixsocket.Client, req unixsocket.MCPRequest) (*mcp.ServerSessionState, error) {
+	ctl, err := client.OpenMCP(ctx, req, os.Stdin, os.Stdout)
+	if errors.Is(err, unixsocket.ErrNoMCP) {
+		return &mcp.ServerSessionState{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer ctl.Close()
+	state := &mcp.ServerSessionState{}
+	for {
+		e, err := ctl.Next()
+		switch {
+		case err != nil, e.Stopping:
+			// The session is not over: go on serving it here, against a
+			// daemon that may come back. The daemon left the streams
+			// non-blocking.
+			syscall.SetNonblock(int(os.Stdin.Fd()), false)
+			syscall.SetNonblock(int(os.Stdout.Fd()), false)
+			return state, nil
+		case e.Done:
+			return nil, nil
+		case e.Initialized != nil:
+			var p mcp.InitializeParams
+			if json.Unmarshal(e.Initialized, &p) == nil {
+				state = &mcp.ServerSessionState{InitializeParams: &p, InitializedParams: &mcp.InitializedParams{}}
 			}
 		}
-		return out, nil
 	}
 }
 
-// attachImage adds the image of a read_image value as an MCP image block.
-// A structured value, if asked for, keeps everything but the bytes, which
-// the block carries: the image is not sent twice.
-func attachImage(out *mcp.CallToolResult, value json.RawMessage, structured bool) error {
-	var img struct {
-		MediaType string `json:"media_type"`
-		Data      []byte `json:"data"`
+// serveMCP serves the session in this process, each call relayed over the
+// socket; state is where the session stands (zero: not yet initialized).
+func serveMCP(ctx context.Context, client *unixsocket.Client, defs []unixsocket.ToolDef, req unixsocket.MCPRequest, state *mcp.ServerSessionState) error {
+	server := mcptools.NewServer(defs, mcptools.FromClient(client, req.Actor, req.Cwd),
+		mcptools.Options{Version: version, Structured: req.StructuredContent})
+	var opts *mcp.ServerSessionOptions
+	if state.InitializeParams != nil {
+		opts = &mcp.ServerSessionOptions{State: state}
 	}
-	if err := json.Unmarshal(value, &img); err != nil {
-		return fmt.Errorf("read_image value: %w", err)
+	ss, err := server.Connect(ctx, &mcp.StdioTransport{}, opts)
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
 	}
-	out.Content = append(out.Content, &mcp.ImageContent{Data: img.Data, MIMEType: img.MediaType})
-	if structured {
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(value, &fields); err != nil {
-			return fmt.Errorf("read_image value: %w", err)
-		}
-		delete(fields, "data")
-		out.StructuredContent = fields
+	if err := ss.Wait(); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		return cli.Exit(err.Error(), exitFailure)
 	}
 	return nil
 }

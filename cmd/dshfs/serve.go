@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,10 +10,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/dshfs/dshfs/mcptools"
 	"github.com/dshfs/dshfs/policy"
 	"github.com/dshfs/dshfs/toolapi"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/dshfs/dshfs/versionstore"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // serveSocket serves the tools of a mounted workspace on a socket in its
@@ -45,6 +48,7 @@ func serveSocket(store *versionstore.Store, o mountOptions, backing, mnt string,
 			return st
 		},
 		Store: store,
+		MCP:   mcpSessions(svc),
 	})
 	l, err := unixsocket.Listen(socket)
 	if err != nil {
@@ -70,6 +74,30 @@ func serveSocket(store *versionstore.Store, o mountOptions, backing, mnt string,
 			os.Remove(reg)
 		}
 	}, nil
+}
+
+// mcpSessions serves the MCP sessions `dshfs mcp` hands the daemon, calling
+// the tools in this process.
+func mcpSessions(svc *toolapi.Service) func(context.Context, unixsocket.MCPSession) error {
+	return func(ctx context.Context, s unixsocket.MCPSession) error {
+		server := mcptools.NewServer(svc.Tools(), mcptools.FromService(svc, s.Actor, s.Cwd), mcptools.Options{
+			Version:    version,
+			Structured: s.StructuredContent,
+			OnInitialized: func(p *mcp.InitializeParams) {
+				if b, err := json.Marshal(p); err == nil {
+					s.Initialized(b)
+				}
+			},
+		})
+		ss, err := server.Connect(ctx, &mcp.IOTransport{Reader: s.In, Writer: s.Out}, nil)
+		if err != nil {
+			return err
+		}
+		stop := context.AfterFunc(ctx, func() { ss.Close() })
+		defer stop()
+		ss.Wait() // the client closed its end, or ctx ended the session
+		return nil
+	}
 }
 
 // actorSummary counts the actors and names the most recently active.
