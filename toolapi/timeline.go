@@ -67,10 +67,10 @@ func (s *Service) Diff(cwd, path, from, to string) (string, error) {
 	case from == "" && to != "":
 		return "", fmt.Errorf("diff: a second version needs a first")
 	case from == "":
-		if len(h) < 2 {
+		var ok bool
+		if a, b, ok = latestChange(h); !ok {
 			return "", fmt.Errorf("%s has %d version(s): %w", t.Display, len(h), ErrTooFewVersions)
 		}
-		a, b = h[1].Version, h[0].Version
 	default:
 		if a, err = pickVersion(t, h, from); err != nil {
 			return "", err
@@ -114,6 +114,24 @@ func (s *Service) Restore(ctx context.Context, cwd, path, version, actor string)
 	}
 	res, err := s.store.Restore(ctx, t, v, versionstore.Writer{Kind: versionstore.WriterRestore, Actor: actor})
 	return res, FileVersion{t.Display, v}, err
+}
+
+// latestChange picks the versions a plain `dshfs diff PATH` compares: the
+// newest (a deletion, if the file is gone) against the content it replaced.
+// A deletion in between is skipped: an editor's or git's save renames the
+// file away and writes it anew, and the diff is of the content, not of a
+// moment without a file.
+func latestChange(h []versionstore.HistoryEntry) (from, to versionstore.Version, ok bool) {
+	if len(h) == 0 {
+		return from, to, false
+	}
+	to = h[0].Version
+	for _, e := range h[1:] {
+		if !e.Version.IsZero() && e.Version != to {
+			return e.Version, to, true
+		}
+	}
+	return from, to, false
 }
 
 func (s *Service) fileVersion(cwd, path, version string) (versionstore.Target, versionstore.Version, error) {

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/zeebo/blake3"
+	bolt "go.etcd.io/bbolt"
 )
 
 const (
@@ -104,18 +105,42 @@ func (s *Store) ReadText(ctx context.Context, t Target, sink func(string)) (Vers
 		return Version{}, err
 	}
 	defer f.Close()
-	v, err := streamText(ctx, f, sink, t.Display)
+	// The bytes read are kept if they are not yet: a change made behind the
+	// store's back later can then be undone.
+	var kept []byte
+	if s.unkept(t.Key, before) {
+		kept = make([]byte, 0, before.Size())
+	}
+	v, err := streamText(ctx, f, sink, t.Display, &kept)
 	if err != nil {
 		return Version{}, err
 	}
-	if after, err := f.Stat(); err == nil && fingerprintOf(after) == fingerprintOf(before) {
-		s.noteVersion(t.Key, fingerprintOf(after), v, at)
+	if after, err := f.Stat(); err == nil && fingerprintOf(after) == fingerprintOf(before) && (kept == nil || int64(len(kept)) == after.Size()) {
+		s.noteVersion(t.Key, fingerprintOf(after), v, at, kept)
 	}
 	return v, nil
 }
 
-// streamText hashes every byte of r while decoding it into sink.
-func streamText(ctx context.Context, r io.Reader, sink func(string), display string) (Version, error) {
+// unkept reports whether the bytes of the file key, with stat fi, should be
+// kept by a read: the store keeps files of its size, and the index does not
+// already hold this very file with its bytes.
+func (s *Store) unkept(key string, fi fs.FileInfo) bool {
+	if !s.objects.capturing() || !s.objects.keeps(fi.Size()) {
+		return false
+	}
+	fp := fingerprintOf(fi)
+	unkept := true
+	s.db.View(func(tx *bolt.Tx) error {
+		r, found, err := getRecord(tx, key)
+		unkept = err != nil || !found || r.FP != fp || fp.racy(r.Recorded) || r.Version.IsZero() || !s.objects.present(tx, r.Version)
+		return nil
+	})
+	return unkept
+}
+
+// streamText hashes every byte of r while decoding it into sink, and
+// appends them to *keep unless it is nil.
+func streamText(ctx context.Context, r io.Reader, sink func(string), display string, keep *[]byte) (Version, error) {
 	h := blake3.New()
 	bp := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(bp)
@@ -131,6 +156,9 @@ func streamText(ctx context.Context, r io.Reader, sink func(string), display str
 			return Version{}, osError("read", display, err)
 		}
 		h.Write(buf[carry : carry+n])
+		if *keep != nil {
+			*keep = append(*keep, buf[carry:carry+n]...)
+		}
 		data := buf[:carry+n]
 		if first {
 			if bytes.IndexByte(data[:min(len(data), binarySniff)], 0) >= 0 {
@@ -256,7 +284,11 @@ func (s *Store) ReadBytes(ctx context.Context, t Target, maxBytes int64) ([]byte
 	}
 	v := Sum(data)
 	if after, err := f.Stat(); err == nil && fingerprintOf(after) == fingerprintOf(before) && after.Size() == int64(len(data)) {
-		s.noteVersion(t.Key, fingerprintOf(after), v, at)
+		var kept []byte
+		if s.unkept(t.Key, after) {
+			kept = data
+		}
+		s.noteVersion(t.Key, fingerprintOf(after), v, at, kept)
 	}
 	return data, v, nil
 }

@@ -75,11 +75,12 @@ func (s *Store) record(tx *bolt.Tx, key string, c change) error {
 }
 
 // noteVersion records v, read from key whose descriptor had fingerprint fp,
-// as an external change if the index disagrees. It is called without the
-// file's lock, so it re-checks under the lock that the file is still the one
-// that was read; if not, the next access will reconcile it.
-func (s *Store) noteVersion(key string, fp fingerprint, v Version, at time.Time) {
-	if s.indexAgrees(key, fp, v) {
+// as an external change if the index disagrees, and keeps data, the bytes
+// read, if set. It is called without the file's lock, so it re-checks under
+// the lock that the file is still the one that was read; if not, the next
+// access will reconcile it.
+func (s *Store) noteVersion(key string, fp fingerprint, v Version, at time.Time, data []byte) {
+	if data == nil && s.indexAgrees(key, fp, v) {
 		return
 	}
 	unlock := s.locks.Lock(key)
@@ -92,12 +93,14 @@ func (s *Store) noteVersion(key string, fp fingerprint, v Version, at time.Time)
 		return // a write through the mount is in progress: its commit attributes it
 	}
 	s.flushPending() // the mount's commit of these bytes may wait in its batch
+	c := change{version: v, fp: fp, size: fi.Size(), writer: External, at: at, data: data}
 	if s.indexAgrees(key, fp, v) {
-		return
+		if data == nil {
+			return
+		}
+		c.keepOnly = true
 	}
-	s.logErr("record external change", key, s.db.Update(func(tx *bolt.Tx) error {
-		return s.record(tx, key, change{version: v, fp: fp, size: fi.Size(), writer: External, at: at})
-	}))
+	s.logErr("record external change", key, s.commit([]string{key}, []change{c}))
 }
 
 // indexAgrees reports whether the index already holds v with fingerprint fp.
