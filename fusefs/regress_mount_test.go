@@ -67,7 +67,7 @@ func TestSymlinkRenameIsNotAnUnknownChange(t *testing.T) {
 	m := mountT(t)
 	m.putBacking("target.txt", "the target\n")
 	m.seeFile("target.txt")
-	if _, err := m.store.Checkpoint("cp"); err != nil {
+	if _, err := m.store.Checkpoint(context.Background(), "cp", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink("target.txt", filepath.Join(m.mnt, "link.tmp")); err != nil {
@@ -77,7 +77,7 @@ func TestSymlinkRenameIsNotAnUnknownChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, _ := m.store.History("link")
-	res, err := m.store.Rewind(context.Background(), "cp", false, rewinder, nil)
+	res, err := m.store.Rewind(context.Background(), "cp", versionstore.RewindOptions{Writer: rewinder})
 	if err != nil {
 		t.Fatal(err)
 	}

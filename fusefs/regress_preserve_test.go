@@ -71,7 +71,7 @@ func TestFileAfterFifoAtTheSameNameIsKept(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := m.store.Checkpoint("cp"); err != nil {
+	if _, err := m.store.Checkpoint(context.Background(), "cp", nil); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.OpenFile(filepath.Join(m.mnt, "p"), os.O_WRONLY|os.O_APPEND, 0)
@@ -84,7 +84,7 @@ func TestFileAfterFifoAtTheSameNameIsKept(t *testing.T) {
 	if !m.store.HasObject(versionstore.SumString("precious\n")) {
 		t.Error("the bytes the file had were not kept before the mount changed it")
 	}
-	res, err := m.store.Rewind(context.Background(), "cp", false, rewinder, nil)
+	res, err := m.store.Rewind(context.Background(), "cp", versionstore.RewindOptions{Writer: rewinder})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestDirRenameMovesWritersDirtyMark(t *testing.T) {
 	m := mountT(t)
 	m.putBacking("d/f", "one\n")
 	m.seeFile("d/f")
-	if _, err := m.store.Checkpoint("cp"); err != nil {
+	if _, err := m.store.Checkpoint(context.Background(), "cp", nil); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.OpenFile(filepath.Join(m.mnt, "d/f"), os.O_WRONLY|os.O_APPEND, 0)
@@ -120,7 +120,7 @@ func TestDirRenameMovesWritersDirtyMark(t *testing.T) {
 	if n := m.waitUnmarked(); n != 0 {
 		t.Errorf("%d files still marked dirty after every writer closed", n)
 	}
-	res, err := m.store.Rewind(context.Background(), "cp", false, rewinder, nil)
+	res, err := m.store.Rewind(context.Background(), "cp", versionstore.RewindOptions{Writer: rewinder})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,13 +170,13 @@ func TestExchangeFileWithDirectory(t *testing.T) {
 	m.putBacking("b/x", "X\n")
 	m.seeFile("a")
 	m.seeFile("b/x")
-	if _, err := m.store.Checkpoint("cp"); err != nil {
+	if _, err := m.store.Checkpoint(context.Background(), "cp", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(m.mnt, "a"), unix.AT_FDCWD, filepath.Join(m.mnt, "b"), unix.RENAME_EXCHANGE); err != nil {
 		t.Skipf("RENAME_EXCHANGE: %v", err)
 	}
-	res, err := m.store.Rewind(context.Background(), "cp", false, rewinder, nil)
+	res, err := m.store.Rewind(context.Background(), "cp", versionstore.RewindOptions{Writer: rewinder})
 	if err != nil {
 		t.Fatal(err)
 	}

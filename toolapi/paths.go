@@ -110,3 +110,18 @@ func (s *Service) Resolve(cwd, path string) (versionstore.Target, error) {
 	}
 	return s.resolve(cwd, path, "read")
 }
+
+// Keys resolves paths as the tools do (relative to cwd) to the store's
+// keys, for the operations that take paths rather than act on one file
+// (rewind, the session's log and diff). No paths: none.
+func (s *Service) Keys(cwd string, paths []string) ([]string, error) {
+	var keys []string
+	for _, p := range paths {
+		t, err := s.Resolve(cwd, p)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, t.Key)
+	}
+	return keys, nil
+}

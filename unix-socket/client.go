@@ -10,6 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+
+	"github.com/dshfs/dshfs/toolapi"
 )
 
 // Client calls a dshfs daemon over its socket.
@@ -122,6 +125,36 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return readAPIError(resp)
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// Log returns the workspace's changes q selects, newest first.
+func (c *Client) Log(ctx context.Context, q toolapi.SessionQuery) ([]Change, error) {
+	var out []Change
+	return out, c.do(ctx, http.MethodGet, "/v1/log?"+sessionValues(q).Encode(), nil, &out)
+}
+
+// SessionDiff returns one unified diff of the workspace's changes q
+// selects (Since must be set).
+func (c *Client) SessionDiff(ctx context.Context, q toolapi.SessionQuery) (string, error) {
+	b, err := c.raw(ctx, "/v1/diff?"+sessionValues(q).Encode())
+	return string(b), err
+}
+
+func sessionValues(q toolapi.SessionQuery) url.Values {
+	v := url.Values{"since": {q.Since}}
+	if q.Since == "" {
+		v = url.Values{}
+	}
+	for _, p := range q.Paths {
+		v.Add("path", p)
+	}
+	if q.Cwd != "" {
+		v.Set("cwd", q.Cwd)
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	return v
 }
 
 // Show returns the bytes of path at version (b3:… or a unique hex prefix).

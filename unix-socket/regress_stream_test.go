@@ -48,7 +48,7 @@ func TestLongRewindOutlivesWriteTimeout(t *testing.T) {
 	}
 	write("a.txt", "a1\n")
 	write("b.txt", "b1\n")
-	if _, err := store.Checkpoint("cp"); err != nil {
+	if _, err := store.Checkpoint(context.Background(), "cp", nil); err != nil {
 		t.Fatal(err)
 	}
 	write("a.txt", "a2\n")

@@ -75,6 +75,7 @@ func NewServer(cfg Config) *Server {
 	s.mux.HandleFunc("GET /v1/diff", s.diff)
 	s.mux.HandleFunc("POST /v1/gc", s.needStore(s.gc))
 	s.mux.HandleFunc("GET /v1/history", s.history)
+	s.mux.HandleFunc("GET /v1/log", s.log)
 	s.mux.HandleFunc("POST /v1/mcp", s.mcp)
 	s.mux.HandleFunc("POST /v1/restore", s.restore)
 	s.mux.HandleFunc("POST /v1/rewind", s.needStore(s.rewind))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ type (
 	RewindAction  = versionstore.RewindAction
 	GCResult      = versionstore.GCResult
 	RestoreResult = versionstore.RestoreResult
+	Change        = versionstore.Change
 )
 
 // RestoreRequest is the body of POST /v1/restore.
@@ -54,6 +56,14 @@ type RewindRequest struct {
 	Checkpoint string `json:"checkpoint"`
 	DryRun     bool   `json:"dry_run,omitempty"`
 	Actor      string `json:"actor,omitempty"`
+	// Paths limits the rewind to these paths and below (as a tool takes
+	// them, relative to Cwd); none: the whole workspace.
+	Paths []string `json:"paths,omitempty"`
+	Cwd   string   `json:"cwd,omitempty"`
+	// Exclude leaves out what the patterns match: a pattern without a
+	// slash matches any path element (".git"), one with a slash a path
+	// from the root.
+	Exclude []string `json:"exclude,omitempty"`
 }
 
 // Progress is how far a long operation has got.
@@ -72,7 +82,7 @@ type streamLine struct {
 // errorStatus maps an error of a version operation to an HTTP status.
 func errorStatus(err error) int {
 	switch {
-	case errors.Is(err, versionstore.ErrNoCheckpoint), errors.Is(err, versionstore.ErrNotKept),
+	case errors.Is(err, versionstore.ErrNoCheckpoint), errors.Is(err, versionstore.ErrNotKept), errors.Is(err, toolapi.ErrBadSince),
 		errors.Is(err, toolapi.ErrBadVersion), errors.Is(err, toolapi.ErrTooFewVersions),
 		versionstore.CodeOf(err) == versionstore.CodeNotFound:
 		return http.StatusNotFound
@@ -103,17 +113,43 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if q.Get("path") == "" {
-		writeError(w, http.StatusBadRequest, "diff needs ?path=")
+	var d string
+	var err error
+	switch {
+	case q.Has("since"):
+		// One diff of every change since a checkpoint or a time.
+		d, err = s.cfg.Tools.SessionDiff(r.Context(), sessionQuery(q))
+	case q.Get("path") == "":
+		writeError(w, http.StatusBadRequest, "diff needs ?path= (a file's versions) or ?since= (the workspace's changes)")
 		return
+	default:
+		d, err = s.cfg.Tools.Diff(q.Get("cwd"), q.Get("path"), q.Get("from"), q.Get("to"))
 	}
-	d, err := s.cfg.Tools.Diff(q.Get("cwd"), q.Get("path"), q.Get("from"), q.Get("to"))
 	if err != nil {
 		writeError(w, errorStatus(err), err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Write([]byte(d))
+}
+
+// sessionQuery reads ?since=, ?path= (repeated), ?cwd= and ?limit=.
+func sessionQuery(q url.Values) toolapi.SessionQuery {
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	return toolapi.SessionQuery{Since: q.Get("since"), Paths: q["path"], Cwd: q.Get("cwd"), Limit: max(limit, 0)}
+}
+
+// log answers GET /v1/log: the workspace's changes, newest first.
+func (s *Server) log(w http.ResponseWriter, r *http.Request) {
+	changes, err := s.cfg.Tools.Log(r.Context(), sessionQuery(r.URL.Query()))
+	if err != nil {
+		writeError(w, errorStatus(err), err.Error())
+		return
+	}
+	if changes == nil {
+		changes = []Change{}
+	}
+	writeJSON(w, http.StatusOK, changes)
 }
 
 func (s *Server) restore(w http.ResponseWriter, r *http.Request) {
@@ -151,7 +187,15 @@ func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	cp, err := s.cfg.Store.Checkpoint(req.Name)
+	if r.Header.Get("Accept") == "application/x-ndjson" {
+		// The first checkpoint reads the whole workspace: a client that
+		// asks for a stream is told how far it has got.
+		s.stream(w, "checkpoint", func(progress func(done, total int)) (any, error) {
+			return s.cfg.Store.Checkpoint(r.Context(), req.Name, progress)
+		})
+		return
+	}
+	cp, err := s.cfg.Store.Checkpoint(r.Context(), req.Name, nil)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -177,11 +221,18 @@ func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("checkpoint %q: %v", req.Checkpoint, versionstore.ErrNoCheckpoint))
 		return
 	}
+	keys, err := s.cfg.Tools.Keys(req.Cwd, req.Paths)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	s.stream(w, "rewind", func(progress func(done, total int)) (any, error) {
 		// A rewind that has started runs to its end: a client that goes
 		// away must not leave the workspace half rewound.
-		return s.cfg.Store.Rewind(context.WithoutCancel(r.Context()), req.Checkpoint, req.DryRun,
-			versionstore.Writer{Kind: versionstore.WriterRestore, Actor: req.Actor}, progress)
+		return s.cfg.Store.Rewind(context.WithoutCancel(r.Context()), req.Checkpoint, versionstore.RewindOptions{
+			DryRun: req.DryRun, Paths: keys, Exclude: req.Exclude, Progress: progress,
+			Writer: versionstore.Writer{Kind: versionstore.WriterRestore, Actor: req.Actor},
+		})
 	})
 }
 

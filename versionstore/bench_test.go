@@ -212,12 +212,12 @@ func BenchmarkCheckpointRewind(b *testing.B) {
 		// checkpoint costs an lstat per indexed file.
 		time.Sleep(racyWindow + 100*time.Millisecond)
 		t0 := time.Now()
-		if _, err := s.Checkpoint("first"); err != nil {
+		if _, err := s.Checkpoint(context.Background(), "first", nil); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(time.Since(t0).Microseconds()), "first-checkpoint-µs")
 		t0 = time.Now()
-		if _, err := s.Checkpoint("bench"); err != nil {
+		if _, err := s.Checkpoint(context.Background(), "bench", nil); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(time.Since(t0).Microseconds()), "checkpoint-µs")
@@ -225,7 +225,7 @@ func BenchmarkCheckpointRewind(b *testing.B) {
 			change(i, "changed "+strconv.Itoa(i)+"\n")
 		}
 		t0 = time.Now()
-		res, err := s.Rewind(context.Background(), "bench", false, Writer{Kind: WriterRestore}, nil)
+		res, err := s.Rewind(context.Background(), "bench", RewindOptions{Writer: Writer{Kind: WriterRestore}})
 		if err != nil || res.Conflicts != 0 || len(res.Actions) != n {
 			b.Fatalf("rewind: %d actions, %d conflicts, %v", len(res.Actions), res.Conflicts, err)
 		}

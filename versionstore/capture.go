@@ -48,7 +48,7 @@ func (s *Store) preserveLocked(key string, queued bool) (absent bool) {
 	if born {
 		return false // created by the change in progress: nothing came before
 	}
-	at := time.Now() // before the stat, for the racy rule
+	at := s.now() // before the stat, for the racy rule
 	fi, err := s.root.Lstat(key)
 	if err != nil {
 		return errors.Is(err, fs.ErrNotExist)
@@ -61,28 +61,30 @@ func (s *Store) preserveLocked(key string, queued bool) (absent bool) {
 		// A process is writing the file through the mount: its bytes so far
 		// are kept, but recorded by nobody — the writer's commit attributes
 		// the change.
-		c, err := s.readForCapture(Target{Key: key, Display: key}, at, External)
+		c, err := s.readForCapture(Target{Key: key, Display: key}, at, External, true)
 		if err == nil && c.data != nil {
 			c.keepOnly = true
 			s.enqueue(key, c, false)
 		}
 		return false
 	}
-	known := false
+	known, unknown := false, false
 	s.db.View(func(tx *bolt.Tx) error {
 		r, found, err := getRecord(tx, key)
 		known = err == nil && found && r.FP == fp && !fp.racy(r.Recorded) && !r.Version.IsZero() &&
 			(s.objects.present(tx, r.Version) || !s.objects.keeps(fi.Size()))
+		unknown = err == nil && !found
 		return nil
 	})
 	if known {
 		return false
 	}
-	c, err := s.readForCapture(Target{Key: key, Display: key}, at, External)
+	c, err := s.readForCapture(Target{Key: key, Display: key}, at, External, true)
 	if err != nil {
 		s.logErr("keep the bytes before a change", key, err)
 		return false
 	}
+	c.created = unknown && s.hasBaseline() // after a baseline, an unknown file is new
 	if queued {
 		s.enqueue(key, c, false)
 		return false
@@ -91,16 +93,16 @@ func (s *Store) preserveLocked(key string, queued bool) (absent bool) {
 	return false
 }
 
-// readForCapture reads t for a commit: the version of its bytes and, up to
-// the capture limit, the bytes themselves, packed for the object store.
-func (s *Store) readForCapture(t Target, at time.Time, w Writer) (change, error) {
+// readForCapture reads t for a commit: the version of its bytes and, if
+// keep and up to the capture limit, the bytes themselves.
+func (s *Store) readForCapture(t Target, at time.Time, w Writer, keep bool) (change, error) {
 	f, fi, err := s.openRegular(t, "read")
 	if err != nil {
 		return change{}, err
 	}
 	defer f.Close()
 	c := change{fp: fingerprintOf(fi), size: fi.Size(), writer: w, at: at}
-	if !s.objects.keeps(fi.Size()) {
+	if !keep || !s.objects.keeps(fi.Size()) {
 		v, _, err := HashReader(f)
 		if err != nil {
 			return change{}, osError("read", t.Display, err)

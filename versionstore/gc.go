@@ -121,7 +121,7 @@ func (s *Store) GC(progress func(done, total int)) (GCResult, error) {
 			return err
 		}
 		sort.Slice(cands, func(i, j int) bool { return cands[i].at.Before(cands[j].at) })
-		cutoff := time.Now().Add(-s.retain.age)
+		cutoff := s.now().Add(-s.retain.age)
 		for _, c := range cands {
 			if !c.at.Before(cutoff) && total <= s.retain.budget {
 				break

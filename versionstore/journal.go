@@ -37,6 +37,11 @@ type JournalEntry struct {
 	Version     Version   `json:"version"` // zero: deleted
 	Time        time.Time `json:"time"`
 	Writer      Writer    `json:"writer"`
+	// From and To link the halves of a rename: the change at the new path
+	// names the path the file came from, the deletion at the old path the
+	// path it went to.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
 }
 
 func journalKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
@@ -81,7 +86,7 @@ func firstChangesAfter(tx *bolt.Tx, seq uint64) (map[string]JournalEntry, error)
 // transaction, and large ones written to their files.
 func (s *Store) commit(keys []string, cs []change) error {
 	var objs []packed
-	now := time.Now()
+	now := s.now()
 	s.objects.files.RLock()
 	defer s.objects.files.RUnlock()
 	var stored map[Version]bool

@@ -18,6 +18,7 @@ type mountState struct {
 	mu           sync.Mutex
 	dirty        map[string]time.Time // since when
 	bornAbsent   map[string]bool      // keys the mount just created
+	renames      map[string]rename    // keys a rename just moved a file to or from
 	pending      []pendingChange
 	pendingBytes int64 // of bytes to keep in pending
 
@@ -38,6 +39,31 @@ const (
 	pendingBytesLimit = 64 << 20
 )
 
+// rename is one side of a file's rename, for the journal.
+type rename struct{ from, to string }
+
+// NoteRename tells the store that a file was renamed through the mount
+// from oldKey to newKey: the next commits of the two paths are journaled as
+// the halves of one rename. Callers hold both keys' locks.
+func (s *Store) NoteRename(oldKey, newKey string) {
+	s.mount.mu.Lock()
+	defer s.mount.mu.Unlock()
+	if s.mount.renames == nil {
+		s.mount.renames = make(map[string]rename)
+	}
+	s.mount.renames[newKey] = rename{from: oldKey}
+	s.mount.renames[oldKey] = rename{to: newKey}
+}
+
+// takeRename returns and forgets key's side of a rename.
+func (s *Store) takeRename(key string) (from, to string) {
+	s.mount.mu.Lock()
+	defer s.mount.mu.Unlock()
+	r := s.mount.renames[key]
+	delete(s.mount.renames, key)
+	return r.from, r.to
+}
+
 // MarkDirty records that key is being written through the mount: until the
 // writes are committed by Refresh, no fingerprint is trusted for it, no
 // change to it is attributed to anyone else, and tool mutations of it are
@@ -49,7 +75,7 @@ func (s *Store) MarkDirty(key string) error {
 		s.mount.dirty = make(map[string]time.Time)
 	}
 	if _, ok := s.mount.dirty[key]; !ok {
-		s.mount.dirty[key] = time.Now()
+		s.mount.dirty[key] = s.now()
 	}
 	return nil
 }

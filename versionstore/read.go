@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
-	"time"
 	"unicode/utf8"
 
 	"github.com/zeebo/blake3"
@@ -99,7 +98,7 @@ func (s *Store) ReadText(ctx context.Context, t Target, sink func(string)) (Vers
 	if !fi.Mode().IsRegular() {
 		return Version{}, notRegular("read", t.Display)
 	}
-	at := time.Now() // before the fingerprint is taken, for the racy rule
+	at := s.now() // before the fingerprint is taken, for the racy rule
 	f, before, err := s.openRegular(t, "read")
 	if err != nil {
 		return Version{}, err
@@ -269,7 +268,7 @@ func (s *Store) ReadBytes(ctx context.Context, t Target, maxBytes int64) ([]byte
 	if fi.Size() > maxBytes {
 		return nil, Version{}, tooLarge(t.Display, strconv.FormatInt(fi.Size(), 10)+" bytes exceeds", maxBytes)
 	}
-	at := time.Now()
+	at := s.now()
 	f, before, err := s.openRegular(t, "read")
 	if err != nil {
 		return nil, Version{}, err

@@ -21,7 +21,7 @@ import (
 // and the rewind reported a conflict instead.)
 func TestRewindRefusesToLoseUnkeptBytes(t *testing.T) {
 	ts := openTestStore(t)
-	if _, err := ts.Checkpoint("cp"); err != nil {
+	if _, err := ts.Checkpoint(context.Background(), "cp", nil); err != nil {
 		t.Fatal(err)
 	}
 	ts.mountWrite("big.bin", "created through the mount after the checkpoint\n")
@@ -34,7 +34,7 @@ func TestRewindRefusesToLoseUnkeptBytes(t *testing.T) {
 	must(t, os.RemoveAll(ts.objects.dir))
 	must(t, os.WriteFile(ts.objects.dir, nil, 0o600)) // object files cannot be written
 
-	res, err := ts.Rewind(context.Background(), "cp", false, ToolWriter("me"), nil)
+	res, err := ts.Rewind(context.Background(), "cp", RewindOptions{Writer: ToolWriter("me")})
 	must(t, err)
 	if _, err := os.Stat(ts.path("big.bin")); err != nil && !ts.HasObject(Sum(big)) {
 		t.Fatalf("rewind %+v removed big.bin; its bytes were never kept and are gone", res)
@@ -73,11 +73,11 @@ func TestCollectedThenCrashedObjectIsKeptAgain(t *testing.T) {
 	ts.open()
 
 	ts.mountWrite("f.bin", string(big)) // the old content comes back
-	if _, err := ts.Checkpoint("cp"); err != nil {
+	if _, err := ts.Checkpoint(context.Background(), "cp", nil); err != nil {
 		t.Fatal(err)
 	}
 	ts.mountWrite("f.bin", "later\n")
-	rw, err := ts.Rewind(context.Background(), "cp", false, ToolWriter("me"), nil)
+	rw, err := ts.Rewind(context.Background(), "cp", RewindOptions{Writer: ToolWriter("me")})
 	must(t, err)
 	if got, _ := os.ReadFile(ts.path("f.bin")); string(got) != string(big) {
 		t.Fatalf("rewind %+v: f.bin not restored; the bytes of %s were in hand at the capture but never kept again", rw, v)

@@ -22,18 +22,18 @@ func TestRewindRecordsOutsideChangesFirst(t *testing.T) {
 	ts := openTestStore(t)
 	ts.put("f.txt", "one\n")
 	ts.version("f.txt")
-	if _, err := ts.Checkpoint("cp"); err != nil {
+	if _, err := ts.Checkpoint(context.Background(), "cp", nil); err != nil {
 		t.Fatal(err)
 	}
 	ts.mountWrite("f.txt", "two\n")
 	const outside = "three: written behind dshfs's back\n"
 	ts.put("f.txt", outside) // not seen by dshfs yet
 
-	res, err := ts.Rewind(context.Background(), "cp", false, ToolWriter("me"), nil)
+	res, err := ts.Rewind(context.Background(), "cp", RewindOptions{Writer: ToolWriter("me")})
 	if err != nil || res.Conflicts != 0 || ts.get("f.txt") != "one\n" {
 		t.Fatalf("rewind %+v %v: f.txt = %q", res, err, ts.get("f.txt"))
 	}
-	undo, err := ts.Rewind(context.Background(), res.Before, false, ToolWriter("me"), nil)
+	undo, err := ts.Rewind(context.Background(), res.Before, RewindOptions{Writer: ToolWriter("me")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestObjectFileFailureKeepsTheBatch(t *testing.T) {
 	ts := openTestStore(t)
 	ts.put("small.txt", "one\n")
 	ts.version("small.txt")
-	if _, err := ts.Checkpoint("cp"); err != nil {
+	if _, err := ts.Checkpoint(context.Background(), "cp", nil); err != nil {
 		t.Fatal(err)
 	}
 	must(t, os.RemoveAll(ts.objects.dir))
@@ -70,7 +70,7 @@ func TestObjectFileFailureKeepsTheBatch(t *testing.T) {
 	if len(h) < 2 {
 		t.Errorf("history of small.txt %+v: the shell's version was lost with the batch", h)
 	}
-	res, err := ts.Rewind(context.Background(), "cp", false, ToolWriter("me"), nil)
+	res, err := ts.Rewind(context.Background(), "cp", RewindOptions{Writer: ToolWriter("me")})
 	must(t, err)
 	if got := ts.get("small.txt"); got != "one\n" {
 		t.Fatalf("rewind %+v: small.txt = %q, want its bytes at the checkpoint", res, got)
@@ -93,7 +93,7 @@ func TestCreatedOnlyAfterACreation(t *testing.T) {
 	// Later the FIFO is replaced, outside the mount, by a regular file.
 	must(t, os.Remove(ts.path("p")))
 	ts.put("p", "precious\n")
-	if _, err := ts.Checkpoint("cp"); err != nil {
+	if _, err := ts.Checkpoint(context.Background(), "cp", nil); err != nil {
 		t.Fatal(err)
 	}
 	ts.mountWrite("p", "changed through the mount\n")
@@ -101,7 +101,7 @@ func TestCreatedOnlyAfterACreation(t *testing.T) {
 	if !ts.HasObject(SumString("precious\n")) {
 		t.Error("the file's bytes were not kept before the mount changed it")
 	}
-	res, err := ts.Rewind(context.Background(), "cp", false, ToolWriter("me"), nil)
+	res, err := ts.Rewind(context.Background(), "cp", RewindOptions{Writer: ToolWriter("me")})
 	must(t, err)
 	b, err := os.ReadFile(ts.path("p"))
 	if err != nil || string(b) != "precious\n" {
@@ -118,7 +118,7 @@ func TestRewindDoesNotReadHugeFilesWhole(t *testing.T) {
 	ts := openTestStore(t, func(o *Options) { o.CaptureMaxBytes = 1 << 20 })
 	ts.put("f", "small\n")
 	ts.version("f")
-	if _, err := ts.Checkpoint("cp"); err != nil {
+	if _, err := ts.Checkpoint(context.Background(), "cp", nil); err != nil {
 		t.Fatal(err)
 	}
 	const huge = 128 << 20
@@ -134,7 +134,7 @@ func TestRewindDoesNotReadHugeFilesWhole(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	res, err := ts.Rewind(context.Background(), "cp", false, ToolWriter("me"), nil)
+	res, err := ts.Rewind(context.Background(), "cp", RewindOptions{Writer: ToolWriter("me")})
 	runtime.ReadMemStats(&after)
 	must(t, err)
 	// The huge file's bytes are not kept, so the rewind refuses to replace

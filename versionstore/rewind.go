@@ -6,8 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,16 +63,33 @@ var ErrNoCheckpoint = errors.New("no such checkpoint")
 // the bytes it would replace or remove are not kept anywhere.
 var ErrWouldLose = errors.New("its current bytes are not kept (over the capture limit, or they could not be stored), and replacing them would lose them")
 
-// Checkpoint records a checkpoint named name ("" picks cp-N).
-func (s *Store) Checkpoint(name string) (Checkpoint, error) {
-	return s.checkpoint(name, false)
+// Checkpoint records a checkpoint named name ("" picks cp-N). It first
+// brings the index up to date with the whole workspace (Sync: the first
+// checkpoint reads every file, later ones mostly stat them), so the
+// checkpoint pins every file, not only those dshfs had seen. progress, if
+// set, is told how far that walk has got.
+func (s *Store) Checkpoint(ctx context.Context, name string, progress func(done, total int)) (Checkpoint, error) {
+	return s.checkpoint(ctx, name, false, progress)
 }
 
-func (s *Store) checkpoint(name string, auto bool) (Checkpoint, error) {
+func (s *Store) checkpoint(ctx context.Context, name string, auto bool, progress func(done, total int)) (Checkpoint, error) {
 	if err := checkName(name); err != nil {
 		return Checkpoint{}, err
 	}
-	s.syncChanged()
+	if name != "" {
+		if _, err := s.findCheckpoint(name); err == nil {
+			return Checkpoint{}, fmt.Errorf("checkpoint %q exists", name)
+		}
+	}
+	if _, err := s.Sync(ctx, progress); err != nil {
+		return Checkpoint{}, err
+	}
+	return s.mark(name, auto)
+}
+
+// mark records a checkpoint at the journal's end, the index being up to
+// date with the workspace.
+func (s *Store) mark(name string, auto bool) (Checkpoint, error) {
 	s.flushPending()
 	var cp Checkpoint
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -95,7 +111,7 @@ func (s *Store) checkpoint(name string, auto bool) (Checkpoint, error) {
 			}
 			return nil
 		})
-		cp = Checkpoint{Name: name, Seq: journalSeq(tx), Time: time.Now().UTC(), Files: files, Auto: auto}
+		cp = Checkpoint{Name: name, Seq: journalSeq(tx), Time: s.now().UTC(), Files: files, Auto: auto}
 		v, err := json.Marshal(cp)
 		if err != nil {
 			return err
@@ -111,6 +127,10 @@ func checkName(name string) error {
 	}
 	return nil
 }
+
+// FindCheckpoint returns the checkpoint called name (ErrNoCheckpoint if
+// there is none).
+func (s *Store) FindCheckpoint(name string) (Checkpoint, error) { return s.findCheckpoint(name) }
 
 func (s *Store) findCheckpoint(name string) (Checkpoint, error) {
 	var cp Checkpoint
@@ -183,7 +203,7 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []b
 			return res, fmt.Errorf("cannot restore %s: %w", quote(t.Display), ErrWouldLose)
 		}
 	}
-	at := time.Now()
+	at := s.now()
 	if v.IsZero() {
 		// As publish does: look once more, as late as possible, so a write
 		// straight into the backing directory is not removed unseen.
@@ -245,6 +265,9 @@ type RewindAction struct {
 	From  Version `json:"from"` // zero: no file now
 	To    Version `json:"to"`   // zero: no file at the checkpoint
 	Error string  `json:"error,omitempty"`
+	// InGit marks a git repository's own files (under a .git directory):
+	// rewinding them undoes the commits and branch moves made since.
+	InGit bool `json:"in_git,omitempty"`
 }
 
 // RewindResult says what a rewind did.
@@ -256,33 +279,90 @@ type RewindResult struct {
 	Conflicts  int            `json:"conflicts"`
 }
 
+// RewindOptions shape a rewind.
+type RewindOptions struct {
+	// DryRun reports what would change and changes nothing.
+	DryRun bool
+	// Paths limits the rewind to these paths and what is below them (none:
+	// the whole workspace).
+	Paths []string
+	// Exclude leaves out the paths a pattern matches (see Excluded).
+	Exclude []string
+	// Writer is who the history names for the versions put back.
+	Writer Writer
+	// Progress, if set, is told how far the rewind has got: first the walk
+	// of the workspace, then the files.
+	Progress func(done, total int)
+}
+
 // Rewind gives every file changed since the checkpoint name the version it
 // had then: restoring changed files, recreating deleted ones, removing
-// created ones. Unless dryRun, it first makes a checkpoint, so the rewind
-// can itself be rewound. Each file is changed under its lock and only if it
-// is still what the plan saw: a file written meanwhile — by a shell through
-// the mount, or behind dshfs's back — is reported as a conflict and left
-// alone, and so is a file whose bytes at the checkpoint are not kept.
-func (s *Store) Rewind(ctx context.Context, name string, dryRun bool, w Writer, progress func(done, total int)) (RewindResult, error) {
-	res := RewindResult{Checkpoint: name, DryRun: dryRun, Actions: []RewindAction{}}
+// created ones. It first brings the index up to date with the whole
+// workspace, so changes made behind dshfs's back count too; unless DryRun,
+// it then makes a checkpoint, so the rewind can itself be rewound. Each
+// file is changed under its lock and only if it is still what the plan saw:
+// a file written meanwhile — by a shell through the mount, or behind
+// dshfs's back — is reported as a conflict and left alone, and so is a file
+// whose bytes at the checkpoint are not kept.
+func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (RewindResult, error) {
+	res := RewindResult{Checkpoint: name, DryRun: o.DryRun, Actions: []RewindAction{}}
 	cp, err := s.findCheckpoint(name)
 	if err != nil {
 		return res, err
 	}
+	if _, err := s.Sync(ctx, o.Progress); err != nil {
+		return res, err
+	}
+	keys, first, err := s.rewindPlan(cp, o)
+	if err != nil {
+		return res, err
+	}
+	if !o.DryRun {
+		before, err := s.mark("", true)
+		if err != nil {
+			return res, err
+		}
+		res.Before = before.Name
+	}
+	for i, key := range keys {
+		if ctx.Err() != nil {
+			return res, aborted("rewind")
+		}
+		if o.Progress != nil {
+			o.Progress(i, len(keys))
+		}
+		if a, ok := s.rewindOne(ctx, key, first[key], o.DryRun, o.Writer); ok {
+			if a.Error != "" {
+				res.Conflicts++
+			}
+			a.InGit = inGit(key)
+			res.Actions = append(res.Actions, a)
+		}
+	}
+	if o.Progress != nil {
+		o.Progress(len(keys), len(keys))
+	}
+	return res, nil
+}
+
+// rewindPlan lists the paths a rewind to cp changes, each with its first
+// change since: removals first, deepest first, then restores in path order.
+func (s *Store) rewindPlan(cp Checkpoint, o RewindOptions) ([]string, map[string]JournalEntry, error) {
 	s.flushPending()
 	var first map[string]JournalEntry
-	err = s.db.View(func(tx *bolt.Tx) (err error) {
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
 		first, err = firstChangesAfter(tx, cp.Seq)
 		return err
 	})
 	if err != nil {
-		return res, err
+		return nil, nil, err
 	}
 	keys := make([]string, 0, len(first))
 	for k := range first {
-		keys = append(keys, k)
+		if (ChangeQuery{Paths: o.Paths}).selects(JournalEntry{Path: k}) && !Excluded(k, o.Exclude) {
+			keys = append(keys, k)
+		}
 	}
-	// Removals first, deepest first, then restores in path order.
 	sort.Slice(keys, func(i, j int) bool {
 		ri, rj := first[keys[i]].Prev.IsZero(), first[keys[j]].Prev.IsZero()
 		switch {
@@ -294,37 +374,33 @@ func (s *Store) Rewind(ctx context.Context, name string, dryRun bool, w Writer, 
 			return keys[i] < keys[j]
 		}
 	})
-	if !dryRun {
-		// Changes made behind dshfs's back to these files are recorded, and
-		// their bytes kept, before the rewind's own checkpoint: undoing the
-		// rewind brings them back.
-		for _, key := range keys {
-			s.syncPath(key)
-		}
-		before, err := s.checkpoint("", true)
-		if err != nil {
-			return res, err
-		}
-		res.Before = before.Name
-	}
-	for i, key := range keys {
-		if ctx.Err() != nil {
-			return res, aborted("rewind")
-		}
-		if progress != nil {
-			progress(i, len(keys))
-		}
-		if a, ok := s.rewindOne(ctx, key, first[key], dryRun, w); ok {
-			if a.Error != "" {
-				res.Conflicts++
+	return keys, first, nil
+}
+
+// Excluded reports whether a pattern matches key. A pattern with no slash
+// matches any element of the path (".git" leaves out every repository's own
+// files, "*.log" every log); one with a slash matches the path, or a
+// directory above it, from the workspace's root ("build/out").
+func Excluded(key string, patterns []string) bool {
+	for _, p := range patterns {
+		p = strings.Trim(p, "/")
+		elems := strings.Split(key, "/")
+		for i := range elems {
+			cand := elems[i]
+			if strings.Contains(p, "/") {
+				cand = strings.Join(elems[:i+1], "/")
 			}
-			res.Actions = append(res.Actions, a)
+			if ok, _ := path.Match(p, cand); ok {
+				return true
+			}
 		}
 	}
-	if progress != nil {
-		progress(len(keys), len(keys))
-	}
-	return res, nil
+	return false
+}
+
+// inGit reports whether key is one of a git repository's own files.
+func inGit(key string) bool {
+	return key == ".git" || strings.HasPrefix(key, ".git/") || strings.Contains(key, "/.git/")
 }
 
 // rewindOne puts key back to what e replaced; ok is false when there was
@@ -409,7 +485,7 @@ func (s *Store) syncPath(key string) {
 	}
 	if _, err := s.root.Lstat(key); errors.Is(err, fs.ErrNotExist) {
 		if !s.indexVersion(key).IsZero() {
-			s.logErr("record a deletion", key, s.commit([]string{key}, []change{{writer: External, at: time.Now()}}))
+			s.logErr("record a deletion", key, s.commit([]string{key}, []change{{writer: External, at: s.now()}}))
 		}
 		return
 	}
@@ -437,67 +513,4 @@ func (s *Store) kept(v Version) bool {
 		return nil
 	})
 	return ok
-}
-
-// syncChanged records, before a checkpoint, what changed behind dshfs's
-// back in the files the index knows: a checkpoint pins the version each file
-// has at that moment, and a change found only later would count as made
-// after it. One lstat per indexed file; only a changed file is read.
-func (s *Store) syncChanged() {
-	type known struct {
-		key string
-		fp  fingerprint
-		rec int64
-		v   Version
-	}
-	var files []known
-	s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
-			var r record
-			if json.Unmarshal(v, &r) == nil && !r.Version.IsZero() {
-				files = append(files, known{string(k), r.FP, r.Recorded, r.Version})
-			}
-			return nil
-		})
-	})
-	var settled []known // racy stamps the bytes proved right
-	for _, f := range files {
-		// A plain lstat by path, not through the root (which resolves each
-		// component safely, several times the cost): it only decides whether
-		// to look closer, and syncPath looks through the root.
-		fi, err := os.Lstat(filepath.Join(s.rootPath, filepath.FromSlash(f.key)))
-		if err == nil && fingerprintOf(fi) == f.fp {
-			if !f.fp.racy(f.rec) {
-				continue
-			}
-			// Recorded too close to its last change for the stamp to prove
-			// anything: the bytes do, and the entry is re-stamped so the
-			// next checkpoint needs only the lstat.
-			at := time.Now()
-			if g, err := s.root.Open(f.key); err == nil {
-				v, _, herr := HashReader(g)
-				g.Close()
-				if herr == nil && v == f.v {
-					settled = append(settled, known{f.key, f.fp, at.UnixNano(), v})
-					continue
-				}
-			}
-		}
-		s.syncPath(f.key)
-	}
-	if len(settled) > 0 {
-		s.logErr("re-stamp index entries", settled[0].key, s.db.Update(func(tx *bolt.Tx) error {
-			for _, f := range settled {
-				r, found, err := getRecord(tx, f.key)
-				if err != nil || !found || r.FP != f.fp || r.Version != f.v || s.dirty(f.key) {
-					continue
-				}
-				r.Recorded = f.rec
-				if err := putRecord(tx, f.key, r); err != nil {
-					return err
-				}
-			}
-			return nil
-		}))
-	}
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -48,6 +49,9 @@ type Options struct {
 	OnPublish func(key string)
 	// Logger receives unexpected errors (default slog.Default()).
 	Logger *slog.Logger
+	// Now is the clock versions are recorded by (default time.Now). Tests
+	// move it forward to make fresh files' timestamps settled.
+	Now func() time.Time
 
 	// CaptureMaxBytes is the largest file whose bytes are kept in the
 	// object store (default DefaultCaptureMaxBytes); larger files keep
@@ -69,6 +73,9 @@ type Store struct {
 	locks    Locks
 	log      *slog.Logger
 	euid     int // who follows symlinks for the tools (protectedSymlink)
+	now      func() time.Time
+
+	baselined atomic.Bool // a walk has indexed the whole workspace (walk.go)
 
 	historyLimit int
 	diffBasisMax int
@@ -117,9 +124,13 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		rootPath:     real,
 		log:          opts.Logger,
 		euid:         os.Geteuid(),
+		now:          opts.Now,
 		historyLimit: opts.HistoryLimit,
 		stopSync:     make(chan struct{}),
 		onPublish:    opts.OnPublish,
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -53,6 +53,7 @@ func (ts *testStore) mountRename(from, to string) {
 	if err := os.Rename(ts.path(from), ts.path(to)); err != nil {
 		ts.t.Fatal(err)
 	}
+	ts.NoteRename(from, to)
 	if absent {
 		ts.Created(to)
 	}
@@ -118,7 +119,7 @@ func TestCheckpointRewind(t *testing.T) {
 		ts.put(k, v)
 	}
 	ts.version("a.txt") // read by the agent before the checkpoint
-	cp, err := ts.Checkpoint("")
+	cp, err := ts.Checkpoint(context.Background(), "", nil)
 	if err != nil || cp.Name != "cp-1" {
 		t.Fatalf("checkpoint %+v %v", cp, err)
 	}
@@ -130,14 +131,14 @@ func TestCheckpointRewind(t *testing.T) {
 	ts.mountRename("d/d.txt", "e.txt")
 	ts.mountWrite("new.txt", "created\n")
 
-	res, err := ts.Rewind(context.Background(), "cp-1", true, ToolWriter("me"), nil)
+	res, err := ts.Rewind(context.Background(), "cp-1", RewindOptions{DryRun: true, Writer: ToolWriter("me")})
 	if err != nil || len(res.Actions) != 6 || res.Conflicts != 0 || res.Before != "" {
 		t.Fatalf("dry run: %+v %v", res, err)
 	}
 	if ts.get("b.txt") != "rewritten\n" {
 		t.Fatal("a dry run changed a file")
 	}
-	res, err = ts.Rewind(context.Background(), "cp-1", false, ToolWriter("me"), nil)
+	res, err = ts.Rewind(context.Background(), "cp-1", RewindOptions{Writer: ToolWriter("me")})
 	if err != nil || res.Conflicts != 0 || len(res.Actions) != 6 {
 		t.Fatalf("rewind: %+v %v", res, err)
 	}
@@ -162,7 +163,7 @@ func TestCheckpointRewind(t *testing.T) {
 		}
 	}
 	// Undo the rewind.
-	res, err = ts.Rewind(context.Background(), res.Before, false, ToolWriter("me"), nil)
+	res, err = ts.Rewind(context.Background(), res.Before, RewindOptions{Writer: ToolWriter("me")})
 	if err != nil || res.Conflicts != 0 || len(res.Actions) != 6 {
 		t.Fatalf("undo: %+v %v", res, err)
 	}
@@ -173,22 +174,24 @@ func TestCheckpointRewind(t *testing.T) {
 	if err != nil || len(cps) != 3 || !cps[1].Auto || cps[0].Name != "cp-1" {
 		t.Fatalf("checkpoints %+v %v", cps, err)
 	}
-	if _, err := ts.Rewind(context.Background(), "nope", false, ToolWriter("me"), nil); !errors.Is(err, ErrNoCheckpoint) {
+	if _, err := ts.Rewind(context.Background(), "nope", RewindOptions{Writer: ToolWriter("me")}); !errors.Is(err, ErrNoCheckpoint) {
 		t.Fatalf("rewind to a missing checkpoint: %v", err)
 	}
-	if _, err := ts.Checkpoint("cp-1"); err == nil {
+	if _, err := ts.Checkpoint(context.Background(), "cp-1", nil); err == nil {
 		t.Fatal("a checkpoint name was reused")
 	}
 }
 
-// A rewind never clobbers: a file being written through the mount, and a
-// file changed before dshfs ever saw it, are reported and left alone.
+// A rewind never clobbers: a file being written through the mount is
+// reported and left alone. A file dshfs had not seen before the checkpoint
+// comes back: the checkpoint indexed the whole workspace and kept its
+// bytes.
 func TestRewindConflicts(t *testing.T) {
 	ts := openTestStore(t)
 	ts.put("busy.txt", "one\n")
 	ts.put("unseen.txt", "one\n")
 	ts.version("busy.txt")
-	if _, err := ts.Checkpoint("start"); err != nil {
+	if _, err := ts.Checkpoint(context.Background(), "start", nil); err != nil {
 		t.Fatal(err)
 	}
 	ts.mountWrite("busy.txt", "two\n")
@@ -202,17 +205,20 @@ func TestRewindConflicts(t *testing.T) {
 	ts.MarkDirty("busy.txt") // a writer holds it open
 	unlockBusy()
 
-	res, err := ts.Rewind(context.Background(), "start", false, ToolWriter("me"), nil)
-	if err != nil || res.Conflicts != 2 {
+	res, err := ts.Rewind(context.Background(), "start", RewindOptions{Writer: ToolWriter("me")})
+	if err != nil || res.Conflicts != 1 || len(res.Actions) != 2 {
 		t.Fatalf("rewind: %+v %v", res, err)
 	}
 	for _, a := range res.Actions {
-		if a.Error == "" {
-			t.Errorf("%s: no conflict reported", a.Path)
+		if (a.Error == "") != (a.Path == "unseen.txt") {
+			t.Errorf("%s: error %q", a.Path, a.Error)
 		}
 	}
-	if ts.get("busy.txt") != "two\n" || ts.get("unseen.txt") != "two\n" {
-		t.Fatal("a conflicting file was changed")
+	if ts.get("busy.txt") != "two\n" {
+		t.Fatal("a file being written was changed")
+	}
+	if ts.get("unseen.txt") != "one\n" {
+		t.Fatalf("unseen.txt = %q, want its bytes at the checkpoint", ts.get("unseen.txt"))
 	}
 	unlockBusy = ts.locks.Lock("busy.txt")
 	ts.Refresh("busy.txt", shell)
@@ -317,7 +323,7 @@ func TestRetention(t *testing.T) {
 		ts.mountWrite("f.bin", string(b))
 		if i == 4 {
 			pinned = Sum(b)
-			if _, err := ts.Checkpoint("five"); err != nil {
+			if _, err := ts.Checkpoint(context.Background(), "five", nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -373,11 +379,11 @@ func TestCheckpointSeesOutsideChangesFirst(t *testing.T) {
 	ts.put("f.txt", "one\n")
 	ts.version("f.txt")
 	ts.put("f.txt", "two, behind dshfs's back\n")
-	if _, err := ts.Checkpoint("cp"); err != nil {
+	if _, err := ts.Checkpoint(context.Background(), "cp", nil); err != nil {
 		t.Fatal(err)
 	}
 	ts.mountWrite("f.txt", "three\n")
-	res, err := ts.Rewind(context.Background(), "cp", false, ToolWriter("me"), nil)
+	res, err := ts.Rewind(context.Background(), "cp", RewindOptions{Writer: ToolWriter("me")})
 	if err != nil || res.Conflicts != 0 {
 		t.Fatalf("rewind %+v %v", res, err)
 	}

@@ -33,6 +33,9 @@ type change struct {
 	// keepOnly keeps data and records nothing: the bytes of a file the
 	// mount is writing, which its own commit will attribute.
 	keepOnly bool
+	// from and to, for a change that is half of a rename: the path the
+	// file came from, or went to.
+	from, to string
 }
 
 // record applies c to the index entry of key. A change to a different version
@@ -55,7 +58,7 @@ func (s *Store) record(tx *bolt.Tx, key string, c change) error {
 		if err := appendHistory(tx, key, &r, e, s.historyLimit); err != nil {
 			return err
 		}
-		j := JournalEntry{Path: key, Prev: r.Version, Version: c.version, Time: e.Time, Writer: c.writer}
+		j := JournalEntry{Path: key, Prev: r.Version, Version: c.version, Time: e.Time, Writer: c.writer, From: c.from, To: c.to}
 		switch {
 		case found, c.created:
 			err = journal(tx, j)
@@ -123,7 +126,7 @@ func (s *Store) noteAbsent(key string) {
 	}
 	s.flushPending() // the mount's record of the deletion may wait in its batch
 	s.logErr("record deletion", key, s.db.Update(func(tx *bolt.Tx) error {
-		return s.record(tx, key, change{writer: External, at: time.Now()})
+		return s.record(tx, key, change{writer: External, at: s.now()})
 	}))
 }
 
@@ -147,7 +150,7 @@ func (s *Store) probeLocked(t Target, verb string, w Writer) (current, error) {
 	fi, err := s.statTarget(t, verb)
 	if err != nil || fi == nil {
 		if err == nil {
-			s.commitChange(t.Key, change{writer: w, at: time.Now()})
+			s.commitChange(t.Key, change{writer: w, at: s.now()})
 		}
 		return current{}, err
 	}
@@ -167,7 +170,7 @@ func (s *Store) probeLocked(t Target, verb string, w Writer) (current, error) {
 	if !trusted.IsZero() && !dirty {
 		return current{fi: fi, version: trusted}, nil
 	}
-	at := time.Now()
+	at := s.now()
 	f, ofi, err := s.openRegular(t, verb)
 	if err != nil {
 		return current{}, err
@@ -197,18 +200,19 @@ func (s *Store) Refresh(key string, w Writer) (Version, error) {
 	// The commit joins the pending batch behind any earlier commit of key,
 	// so its history stays in order without a transaction of its own.
 	born := s.takeBornAbsent(key)
+	from, to := s.takeRename(key)
 	if fi, err := s.root.Lstat(key); err == nil && !fi.Mode().IsRegular() {
 		// A symlink, FIFO or directory has no version of its own (and a
 		// symlink's target is another path's business): the path holds no
 		// file now, which is a deletion if the index had one.
-		s.queue(key, change{writer: w, at: time.Now()})
+		s.queue(key, change{writer: w, at: s.now(), to: to})
 		return Version{}, nil
 	}
-	c, err := s.readForCapture(Target{Key: key, Display: key}, time.Now(), w)
+	c, err := s.readForCapture(Target{Key: key, Display: key}, s.now(), w, true)
 	if err != nil {
 		switch code := CodeOf(err); {
 		case code == CodeNotFound || errors.Is(err, syscall.ENOTDIR):
-			s.queue(key, change{writer: w, at: time.Now()}) // a deletion
+			s.queue(key, change{writer: w, at: s.now(), to: to}) // a deletion
 			return Version{}, nil
 		case code == CodeNotRegularFile:
 			err = nil // a directory or device now: no version to keep
@@ -217,7 +221,7 @@ func (s *Store) Refresh(key string, w Writer) (Version, error) {
 		s.clearDirty(key)
 		return Version{}, err
 	}
-	c.created = born
+	c.created, c.from, c.to = born, from, to
 	s.queue(key, c)
 	return c.version, nil
 }
@@ -233,7 +237,7 @@ func (s *Store) MoveTree(oldKey, newKey string, w Writer) error {
 	}
 	s.flushPending()
 	s.moveMarks(oldKey, newKey, false) // a writer's mark follows its file
-	at := time.Now().UTC()
+	at := s.now().UTC()
 	return s.db.Update(func(tx *bolt.Tx) error {
 		before, err := treeVersions(tx, oldKey, newKey)
 		if err != nil {
@@ -254,7 +258,7 @@ func (s *Store) ExchangeTree(a, b string, w Writer) error {
 	}
 	s.flushPending()
 	s.moveMarks(a, b, true)
-	at := time.Now().UTC()
+	at := s.now().UTC()
 	return s.db.Update(func(tx *bolt.Tx) error {
 		before, err := treeVersions(tx, a, b)
 		if err != nil {
@@ -335,11 +339,31 @@ func journalTrees(tx *bolt.Tx, before map[string]Version, a, b string, at time.T
 		if r.Version == before[k] {
 			continue
 		}
-		if err := journal(tx, JournalEntry{Path: k, Prev: before[k], Version: r.Version, Time: at, Writer: w}); err != nil {
+		e := JournalEntry{Path: k, Prev: before[k], Version: r.Version, Time: at, Writer: w}
+		if other, ok := swapRoot(k, a, b); ok && r.Version.IsZero() {
+			e.To = other
+		} else if ok {
+			e.From = other
+		}
+		if err := journal(tx, e); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// swapRoot maps a path below root a to the same place below b, or below b
+// to below a: where a file of a moved tree came from, or went.
+func swapRoot(k, a, b string) (string, bool) {
+	for _, r := range [][2]string{{a, b}, {b, a}} {
+		if k == r[0] {
+			return r[1], true
+		}
+		if rest, ok := strings.CutPrefix(k, r[0]+"/"); ok {
+			return r[1] + "/" + rest, true
+		}
+	}
+	return "", false
 }
 
 // History returns the versions of key, newest first, each marked with
@@ -401,7 +425,7 @@ type snapshot struct {
 // than keep (any size if keep < 0) is read whole and hashed; a larger one
 // is versioned through probeLocked's trusted fingerprint or a streaming hash.
 func (s *Store) snapshotLocked(t Target, verb string, keep int64) (snapshot, error) {
-	at := time.Now() // before the stat, for the racy rule
+	at := s.now() // before the stat, for the racy rule
 	fi, err := s.statTarget(t, verb)
 	if err != nil || fi == nil || !fi.Mode().IsRegular() || keep == statOnly {
 		return snapshot{fi: fi, at: at, statOnly: fi != nil}, err

@@ -91,7 +91,7 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 		perm = cur.fi.Mode().Perm()
 	}
 	data := []byte(content)
-	at := time.Now() // before the publish: the racy rule compares against it
+	at := s.now() // before the publish: the racy rule compares against it
 	fi, err := s.publish(ctx, t, "write", data, perm, &cur, intent.Kind == IntentCreateIfAbsent)
 	if err != nil {
 		s.recordSeen(t.Key, cur)
@@ -175,7 +175,7 @@ func (s *Store) editLocked(ctx context.Context, t Target, cur snapshot, e Edit, 
 		out = string(bom) + out
 	}
 	data := []byte(out)
-	at := time.Now()
+	at := s.now()
 	fi, err := s.publish(ctx, t, "edit", data, cur.fi.Mode().Perm(), &cur, false)
 	if err != nil {
 		return res, err

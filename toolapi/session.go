@@ -1,0 +1,176 @@
+package toolapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dshfs/dshfs/udiff"
+	"github.com/dshfs/dshfs/versionstore"
+)
+
+// A session's changes as one review, for the person checking what an agent
+// did: the workspace's log, and one diff of everything changed since a
+// checkpoint or a time — tools, shells, editors and writes behind dshfs's
+// back alike.
+
+// SessionQuery selects a stretch of the workspace's changes.
+type SessionQuery struct {
+	// Since is a checkpoint's name, a time (RFC 3339, or "2006-01-02
+	// 15:04" local), or a duration back from now ("30m"); empty: all.
+	Since string
+	// Paths limits the changes to these paths and below, as a tool takes
+	// them (relative to Cwd).
+	Paths []string
+	Cwd   string
+	// Limit bounds the number of log entries (0: no bound).
+	Limit int
+}
+
+// ErrBadSince is wrapped by errors for a Since that names no checkpoint and
+// is no time.
+var ErrBadSince = errors.New("not a checkpoint or a time")
+
+// query turns q into the store's terms.
+func (s *Service) query(q SessionQuery) (versionstore.ChangeQuery, error) {
+	keys, err := s.Keys(q.Cwd, q.Paths)
+	if err != nil {
+		return versionstore.ChangeQuery{}, err
+	}
+	cq := versionstore.ChangeQuery{Paths: keys, Limit: q.Limit}
+	if q.Since == "" {
+		return cq, nil
+	}
+	if cp, err := s.store.FindCheckpoint(q.Since); err == nil {
+		cq.After = cp.Seq
+		return cq, nil
+	}
+	if d, err := time.ParseDuration(q.Since); err == nil && d > 0 {
+		cq.Since = time.Now().Add(-d)
+		return cq, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, q.Since, time.Local); err == nil {
+			cq.Since = t
+			return cq, nil
+		}
+	}
+	return cq, fmt.Errorf("since %q: %w (give a checkpoint's name, a time such as 2006-01-02 15:04, or a duration such as 30m)", q.Since, ErrBadSince)
+}
+
+// Log lists the workspace's changes q selects, newest first. Once the whole
+// workspace has been indexed (by a checkpoint), it is looked over first, so
+// changes made behind dshfs's back show too.
+func (s *Service) Log(ctx context.Context, q SessionQuery) ([]versionstore.Change, error) {
+	cq, err := s.query(q)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.syncIfIndexed(ctx); err != nil {
+		return nil, err
+	}
+	return s.store.Changes(cq)
+}
+
+func (s *Service) syncIfIndexed(ctx context.Context) error {
+	if !s.store.Baselined() {
+		return nil
+	}
+	_, err := s.store.Sync(ctx, nil)
+	return err
+}
+
+// SessionDiff is one unified diff of every file changed over the stretch q
+// selects, in path order, with paths relative to the workspace (a/ before,
+// b/ after): edits, creations, deletions and renames. Binary files and
+// files whose bytes are not kept are named, not shown.
+func (s *Service) SessionDiff(ctx context.Context, q SessionQuery) (string, error) {
+	cq, err := s.query(q)
+	if err != nil {
+		return "", err
+	}
+	if err := s.syncIfIndexed(ctx); err != nil {
+		return "", err
+	}
+	changed, err := s.store.Changed(cq)
+	if err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	for _, fc := range pairRenames(changed) {
+		out.WriteString(s.fileDiff(fc))
+	}
+	return out.String(), nil
+}
+
+// pairRenames folds a file renamed away and the file it became into one
+// change, from the old path to the new.
+func pairRenames(changed []versionstore.FileChange) []versionstore.FileChange {
+	idx := map[string]int{}
+	for i, fc := range changed {
+		idx[fc.Path] = i
+	}
+	merged := map[int]bool{}
+	out := make([]versionstore.FileChange, 0, len(changed))
+	for _, fc := range changed {
+		if j, ok := idx[fc.From]; ok && fc.Before.IsZero() && changed[j].After.IsZero() && changed[j].To == fc.Path {
+			fc.Before, fc.BeforeUnknown = changed[j].Before, changed[j].BeforeUnknown
+			merged[j] = true
+		} else {
+			fc.From = ""
+		}
+		out = append(out, fc)
+	}
+	kept := out[:0]
+	for i, fc := range out {
+		if !merged[i] {
+			kept = append(kept, fc)
+		}
+	}
+	return kept
+}
+
+// fileDiff renders one file's change.
+func (s *Service) fileDiff(fc versionstore.FileChange) string {
+	oldPath := fc.Path
+	if fc.From != "" {
+		oldPath = fc.From
+	}
+	var head strings.Builder
+	fmt.Fprintf(&head, "diff --dshfs a/%s b/%s\n", oldPath, fc.Path)
+	switch {
+	case fc.From != "":
+		fmt.Fprintf(&head, "rename from %s\nrename to %s\n", fc.From, fc.Path)
+	case fc.Before.IsZero() && !fc.BeforeUnknown:
+		head.WriteString("new file\n")
+	case fc.After.IsZero():
+		head.WriteString("deleted file\n")
+	}
+	if fc.BeforeUnknown {
+		return head.String() + "its bytes before are unknown: it changed before dshfs had seen it\n"
+	}
+	a, aName, err := s.side(fc.Before, "a/"+oldPath)
+	if err != nil {
+		return head.String() + err.Error() + "\n"
+	}
+	b, bName, err := s.side(fc.After, "b/"+fc.Path)
+	if err != nil {
+		return head.String() + err.Error() + "\n"
+	}
+	return head.String() + udiff.Unified(aName, bName, a, b, 3)
+}
+
+// side is one side of a diff: the bytes of v under name, /dev/null for no
+// file, or why the bytes cannot be shown.
+func (s *Service) side(v versionstore.Version, name string) ([]byte, string, error) {
+	if v.IsZero() {
+		return nil, "/dev/null", nil
+	}
+	data, err := s.store.Object(v)
+	if errors.Is(err, versionstore.ErrNotKept) {
+		return nil, name, fmt.Errorf("the bytes of %s at %s are not kept", name, v.Short())
+	}
+	return data, name, err
+}

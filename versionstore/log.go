@@ -1,0 +1,144 @@
+package versionstore
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The workspace's log: the journal read back for people, newest first —
+// every change to every path, whoever made it.
+
+// ChangeQuery selects changes from the journal.
+type ChangeQuery struct {
+	// After keeps the changes after this journal position (a checkpoint's
+	// Seq); 0 keeps all.
+	After uint64
+	// Since keeps the changes made at or after this time.
+	Since time.Time
+	// Paths keeps the changes to these paths and below them (none: all).
+	Paths []string
+	// Limit bounds the number of changes returned (0: no bound).
+	Limit int
+}
+
+// Change is a journal entry as the log shows it.
+type Change struct {
+	JournalEntry
+	// Op is what happened to the path: "create", "write", "delete", or
+	// "rename" (to this path From, or from this path To).
+	Op string `json:"op"`
+	// Kept says the bytes of Version are in the object store.
+	Kept bool `json:"kept,omitempty"`
+}
+
+// Changes returns the changes q selects, newest first.
+func (s *Store) Changes(q ChangeQuery) ([]Change, error) {
+	s.flushPending()
+	var out []Change
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketJournal).Cursor()
+		for k, v := c.Last(); k != nil && binary.BigEndian.Uint64(k) > q.After; k, v = c.Prev() {
+			var e JournalEntry
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("decode journal entry %d: %w", binary.BigEndian.Uint64(k), err)
+			}
+			if e.Time.Before(q.Since) {
+				break // the journal is in time order
+			}
+			if !q.selects(e) {
+				continue
+			}
+			out = append(out, Change{JournalEntry: e, Op: e.op(), Kept: !e.Version.IsZero() && hasObject(tx, e.Version)})
+			if q.Limit > 0 && len(out) == q.Limit {
+				break
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// selects reports whether e is about one of q's paths (either side of a
+// rename counts).
+func (q ChangeQuery) selects(e JournalEntry) bool {
+	if len(q.Paths) == 0 {
+		return true
+	}
+	for _, p := range q.Paths {
+		for _, k := range []string{e.Path, e.From, e.To} {
+			if k != "" && within(k, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// within reports whether key is root or below it ("." holds everything).
+func within(key, root string) bool {
+	return root == "." || key == root || strings.HasPrefix(key, root+"/")
+}
+
+func (e JournalEntry) op() string {
+	switch {
+	case e.From != "" || e.To != "":
+		return "rename"
+	case e.Version.IsZero():
+		return "delete"
+	case e.Prev.IsZero() && !e.PrevUnknown:
+		return "create"
+	}
+	return "write"
+}
+
+// FileChange is what became of one path over the changes a query selects.
+type FileChange struct {
+	Path string `json:"path"`
+	// Before is the path's version before the first change, After after
+	// the last (zero: no file). BeforeUnknown: the first change came before
+	// dshfs had seen the file.
+	Before        Version `json:"before"`
+	BeforeUnknown bool    `json:"before_unknown,omitempty"`
+	After         Version `json:"after"`
+	// From is where a file created by a rename came from; To is where a
+	// file renamed away went.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+}
+
+// Changed sums up, path by path in path order, the changes q selects (its
+// Limit is ignored): a session's changes as one review. A path that ends as
+// it began is left out.
+func (s *Store) Changed(q ChangeQuery) ([]FileChange, error) {
+	q.Limit = 0
+	all, err := s.Changes(q)
+	if err != nil {
+		return nil, err
+	}
+	byPath := map[string]*FileChange{}
+	var order []string
+	for i := len(all) - 1; i >= 0; i-- { // oldest first
+		e := all[i].JournalEntry
+		fc := byPath[e.Path]
+		if fc == nil {
+			fc = &FileChange{Path: e.Path, Before: e.Prev, BeforeUnknown: e.PrevUnknown, From: e.From}
+			byPath[e.Path] = fc
+			order = append(order, e.Path)
+		}
+		fc.After, fc.To = e.Version, e.To
+	}
+	sort.Strings(order)
+	var out []FileChange
+	for _, p := range order {
+		if fc := byPath[p]; fc.Before != fc.After || fc.BeforeUnknown {
+			out = append(out, *fc)
+		}
+	}
+	return out, nil
+}

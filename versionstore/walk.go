@@ -1,0 +1,180 @@
+package versionstore
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The whole workspace, walked. A checkpoint must pin every file, not only
+// those dshfs happened to see: the first one indexes every file and keeps
+// its bytes (the baseline), later ones look at each file once more (an
+// lstat) and read only what changed behind dshfs's back. Once a baseline
+// exists, a file the index does not know can only have been created since,
+// so it is journaled as a creation, and a rewind removes it.
+
+// keyBaseline, in the meta bucket, is present once a whole-workspace walk
+// has indexed every file.
+var keyBaseline = []byte("baseline")
+
+// SyncStats says what a walk of the workspace found.
+type SyncStats struct {
+	Files   int   `json:"files"`   // regular files in the workspace
+	Read    int   `json:"read"`    // of them, read because the index did not know their bytes
+	Kept    int64 `json:"kept"`    // bytes read and kept
+	Skipped int   `json:"skipped"` // read but not kept: over the capture limit or the retention budget
+}
+
+// Sync brings the index up to date with the whole workspace. Every regular
+// file is indexed; one the index knows with an unchanged, settled
+// fingerprint and its bytes kept costs an lstat, any other is read and its
+// bytes kept while the store is within its retention budget. Files the
+// index knows that are gone are recorded as deleted. progress, if set, is
+// told how far the walk has got.
+func (s *Store) Sync(ctx context.Context, progress func(done, total int)) (SyncStats, error) {
+	var st SyncStats
+	known, err := s.indexedFiles()
+	if err != nil {
+		return st, err
+	}
+	var keys []string
+	err = filepath.WalkDir(s.rootPath, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // a directory removed or unreadable meanwhile: skipped
+		}
+		if d.Type().IsRegular() {
+			rel, _ := filepath.Rel(s.rootPath, p)
+			keys = append(keys, filepath.ToSlash(rel))
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return st, aborted("sync")
+	}
+	st.Files = len(keys)
+	for i, key := range keys {
+		if ctx.Err() != nil {
+			return st, aborted("sync")
+		}
+		if progress != nil && i%64 == 0 {
+			progress(i, len(keys))
+		}
+		s.syncKnown(key, known[key], &st)
+		delete(known, key)
+	}
+	for key, r := range known { // indexed, and not found by the walk
+		if !r.Version.IsZero() {
+			s.syncPath(key)
+		}
+	}
+	if progress != nil {
+		progress(len(keys), len(keys))
+	}
+	return st, s.markBaseline()
+}
+
+// syncKnown looks at one file the walk found, r being its index entry.
+func (s *Store) syncKnown(key string, r record, st *SyncStats) {
+	fi, err := os.Lstat(filepath.Join(s.rootPath, filepath.FromSlash(key)))
+	if err != nil {
+		return
+	}
+	fp := fingerprintOf(fi)
+	if r.FP == fp && !fp.racy(r.Recorded) && !r.Version.IsZero() && (!s.objects.keeps(fi.Size()) || s.kept(r.Version)) {
+		return
+	}
+	if n, read := s.syncFile(key, s.retain.stored.Load() < s.retain.budget); read {
+		st.Read++
+		st.Kept += n
+		if n == 0 && fi.Size() > 0 {
+			st.Skipped++
+		}
+	}
+}
+
+// syncFile records what is at key now and keeps its bytes if keep (and the
+// capture limit allows). It reports the bytes kept and whether the file was
+// read.
+func (s *Store) syncFile(key string, keep bool) (int64, bool) {
+	unlock := s.locks.Lock(key)
+	defer unlock()
+	s.flushPending()
+	if s.dirty(key) {
+		return 0, false // the mount's commit will record it
+	}
+	at := s.now()
+	c, err := s.readForCapture(Target{Key: key, Display: key}, at, External, keep)
+	if err != nil {
+		if CodeOf(err) == CodeNotFound && !s.indexVersion(key).IsZero() {
+			s.logErr("record a deletion", key, s.commit([]string{key}, []change{{writer: External, at: at}}))
+		}
+		return 0, false
+	}
+	c.created = s.hasBaseline() && !s.indexed(key)
+	n := int64(len(c.data))
+	s.logErr("index the workspace", key, s.commit([]string{key}, []change{c}))
+	return n, true
+}
+
+// indexedFiles is every index entry, by key.
+func (s *Store) indexedFiles() (map[string]record, error) {
+	out := map[string]record{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
+			r, _, err := getRecord(tx, string(k))
+			if err != nil {
+				return err
+			}
+			out[string(k)] = r
+			return nil
+		})
+	})
+	return out, err
+}
+
+// indexed reports whether the index has an entry for key.
+func (s *Store) indexed(key string) bool {
+	found := false
+	s.db.View(func(tx *bolt.Tx) error {
+		_, found, _ = getRecord(tx, key)
+		return nil
+	})
+	return found
+}
+
+// Baselined reports whether a walk (the first checkpoint's, or Sync) has
+// indexed the whole workspace.
+func (s *Store) Baselined() bool { return s.hasBaseline() }
+
+// hasBaseline reports whether a walk has indexed the whole workspace.
+func (s *Store) hasBaseline() bool {
+	if s.baselined.Load() {
+		return true
+	}
+	found := false
+	s.db.View(func(tx *bolt.Tx) error {
+		found = tx.Bucket(bucketMeta).Get(keyBaseline) != nil
+		return nil
+	})
+	if found {
+		s.baselined.Store(true)
+	}
+	return found
+}
+
+func (s *Store) markBaseline() error {
+	if s.hasBaseline() {
+		return nil
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keyBaseline, []byte(s.now().UTC().Format(time.RFC3339Nano)))
+	})
+	if err == nil {
+		s.baselined.Store(true)
+	}
+	return err
+}
