@@ -64,7 +64,7 @@ func (h *handle) markDirty(ctx context.Context, key string, wrote bool) {
 	// The command name is read from /proc only when the writing process
 	// changes, not on every WRITE.
 	if c, ok := fuse.FromContext(ctx); h.writer.Kind == "" || ok && c.Pid != 0 && c.Pid != h.writer.Pid {
-		h.writer = writer(ctx)
+		h.writer = h.n.fsys.actors.attribute(writer(ctx))
 	}
 	h.mu.Unlock()
 	if first {

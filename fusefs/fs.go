@@ -64,6 +64,8 @@ type FS struct {
 	log   *slog.Logger
 	watch *watcher // nil when the backing tree is not watched
 
+	actors *Actors // who the processes writing through the mount act for
+
 	stopMarks sync.Once
 	stop      chan struct{} // ends settleStaleMarks
 	stopped   chan struct{}
@@ -85,7 +87,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
-	f := &FS{store: store, rootFd: rootFd, mnt: mnt, log: opts.Logger}
+	f := &FS{store: store, rootFd: rootFd, mnt: mnt, log: opts.Logger, actors: &Actors{}}
 	if f.log == nil {
 		f.log = slog.Default()
 	}
@@ -184,6 +186,10 @@ func mountError(err error) error {
 	}
 	return fmt.Errorf("mount: %w", err)
 }
+
+// Actors is the registry of processes acting for actors: their writes
+// through the mount, and their descendants', are recorded as the actor's.
+func (f *FS) Actors() *Actors { return f.actors }
 
 // Wait blocks until the filesystem is unmounted.
 func (f *FS) Wait() { f.server.Wait() }

@@ -317,7 +317,7 @@ func childNode(parent *node, name string) *node {
 
 // renamed updates the index after a rename. Callers hold both keys' locks.
 func (f *FS) renamed(ctx context.Context, mv move) {
-	w := writer(ctx)
+	w := f.actors.attribute(writer(ctx))
 	switch {
 	case mv.exchange && (mv.dir || mv.targetDir):
 		f.logErr("move index", mv.oldKey, f.store.ExchangeTree(mv.oldKey, mv.newKey, w))

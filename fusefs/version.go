@@ -133,7 +133,7 @@ func (f *FS) refresh(n *node, key string, w versionstore.Writer) {
 	if n != nil && f.dirty.owe(n) {
 		return
 	}
-	_, err := f.store.Refresh(key, w)
+	_, err := f.store.Refresh(key, f.actors.attribute(w))
 	f.logErr("commit version", key, err)
 }
 

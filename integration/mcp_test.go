@@ -20,6 +20,7 @@ import (
 
 	"github.com/dshfs/dshfs/internal/testfuse"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
+	"github.com/dshfs/dshfs/versionstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 )
@@ -254,4 +255,55 @@ func writePNG(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return png.Bytes()
+}
+
+// A harness runs the agent's shell commands as its children: a write
+// through the mount by any descendant of the process that started a `dshfs
+// mcp` session is that session's actor's, beside its pid and command. A
+// harness on the socket registers a process for an actor the same way.
+func TestShellWritesAreTheSessionsActors(t *testing.T) {
+	testfuse.Require(t)
+	backing, mnt, state := t.TempDir(), filepath.Join(t.TempDir(), "mnt"), t.TempDir()
+	must(t, os.Mkdir(mnt, 0o755))
+	if out, code := dshfs(t, state, "mount", backing, mnt); code != 0 {
+		t.Fatalf("mount: %s", out)
+	}
+	t.Cleanup(func() {
+		dshfs(t, state, "unmount", mnt)
+		unix.Unmount(mnt, unix.MNT_DETACH)
+	})
+	socket, _ := filepath.Glob(filepath.Join(state, "dshfs", "ws-*", "dshfs.sock"))
+	client := unixsocket.NewClient(socket[0])
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	writer := func(file string) versionstore.Writer {
+		t.Helper()
+		h, err := client.History(ctx, "", filepath.Join(mnt, file))
+		if err != nil || len(h) == 0 {
+			t.Fatalf("history of %s: %+v, %v", file, h, err)
+		}
+		return h[0].Writer
+	}
+
+	// This test is the harness: it starts the session, then a shell.
+	mcpSession(ctx, t, state, "--socket", socket[0], "--actor", "A")
+	sh := exec.Command("sh", "-c", "echo by the agent shell > "+filepath.Join(mnt, "a.txt"))
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("sh: %v %s", err, out)
+	}
+	if w := writer("a.txt"); w.Kind != versionstore.WriterMount || w.Actor != "A" || w.Comm != "sh" || w.Pid == 0 {
+		t.Fatalf("a.txt written by %+v, want the mount, sh, for A", w)
+	}
+
+	// A harness on the socket registers the process that runs its shell.
+	shell := exec.Command("sh", "-c", "read go; echo by B shell > "+filepath.Join(mnt, "b.txt"))
+	stdin, err := shell.StdinPipe()
+	must(t, err)
+	must(t, shell.Start())
+	must(t, client.RegisterProcess(ctx, "B", shell.Process.Pid))
+	stdin.Write([]byte("go\n"))
+	must(t, shell.Wait())
+	if w := writer("b.txt"); w.Actor != "B" || w.Comm != "sh" {
+		t.Fatalf("b.txt written by %+v, want sh for B, the nearest registered ancestor", w)
+	}
 }

@@ -127,6 +127,13 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
+// RegisterProcess records that pid, and everything it starts, acts for
+// actor: their writes through the mount are attributed to it.
+func (c *Client) RegisterProcess(ctx context.Context, actor string, pid int) error {
+	var out struct{}
+	return c.do(ctx, http.MethodPost, "/v1/actors/"+url.PathEscape(actor)+"/processes", ProcessRequest{Pid: pid}, &out)
+}
+
 // Log returns the workspace's changes q selects, newest first.
 func (c *Client) Log(ctx context.Context, q toolapi.SessionQuery) ([]Change, error) {
 	var out []Change

@@ -38,8 +38,12 @@ type Config struct {
 	CallTimeout time.Duration
 	// MCP serves a session `dshfs mcp` handed over (POST /v1/mcp) until
 	// it ends or ctx is done (nil: the route answers 404).
-	MCP    func(ctx context.Context, s MCPSession) error
-	Logger *slog.Logger
+	MCP func(ctx context.Context, s MCPSession) error
+	// RegisterProcess records that a process, and everything it starts,
+	// acts for an actor: their writes through the mount are the actor's
+	// (nil: the route answers 404).
+	RegisterProcess func(actor string, pid int) error
+	Logger          *slog.Logger
 }
 
 // Server serves the API.
@@ -70,6 +74,7 @@ func NewServer(cfg Config) *Server {
 		writeTimeout: cfg.CallTimeout + time.Minute}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	// The route table, sorted.
+	s.mux.HandleFunc("POST /v1/actors/{actor}/processes", s.registerProcess)
 	s.mux.HandleFunc("GET /v1/checkpoints", s.needStore(s.checkpoints))
 	s.mux.HandleFunc("POST /v1/checkpoints", s.needStore(s.checkpoint))
 	s.mux.HandleFunc("GET /v1/diff", s.diff)
@@ -235,6 +240,36 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, st)
+}
+
+// ProcessRequest is the body of POST /v1/actors/{actor}/processes.
+type ProcessRequest struct {
+	Pid int `json:"pid"`
+}
+
+func (s *Server) registerProcess(w http.ResponseWriter, r *http.Request) {
+	var req ProcessRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	actor := r.PathValue("actor")
+	if err := toolapi.CheckActor(actor); err != nil || actor == "" {
+		writeError(w, http.StatusBadRequest, "the actor must be a name of at most 256 bytes without a NUL byte")
+		return
+	}
+	if s.cfg.RegisterProcess == nil {
+		writeError(w, http.StatusNotFound, "this daemon has no mount to attribute writes on")
+		return
+	}
+	if err := s.cfg.RegisterProcess(actor, req.Pid); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	s.count("register_process")
+	writeJSON(w, http.StatusOK, struct {
+		Actor string `json:"actor"`
+		Pid   int    `json:"pid"`
+	}{actor, req.Pid})
 }
 
 func (s *Server) history(w http.ResponseWriter, r *http.Request) {

@@ -84,6 +84,12 @@ func runMCP(ctx context.Context, o mcpOptions) error {
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
+	// The harness that started this session runs the agent's shell
+	// commands as its children: their writes through the mount are this
+	// actor's too.
+	if err := client.RegisterProcess(ctx, actor, os.Getppid()); err != nil {
+		fmt.Fprintf(os.Stderr, "dshfs mcp: writes by the harness's processes will not name %s: %v\n", actor, err)
+	}
 	req := unixsocket.MCPRequest{Actor: actor, Cwd: cwd, StructuredContent: o.Structured}
 	state, err := handOver(ctx, client, req)
 	if err != nil {

@@ -153,7 +153,7 @@ func runMount(o mountOptions, ready *readyPipe) error {
 	if err != nil {
 		return err
 	}
-	socket, stopServing, err := serveSocket(store, o, backing, mnt, log)
+	socket, stopServing, err := serveSocket(store, fsys, o, backing, mnt, log)
 	if err != nil {
 		fsys.Unmount()
 		return err

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/dshfs/dshfs/fusefs"
 	"github.com/dshfs/dshfs/mcptools"
 	"github.com/dshfs/dshfs/policy"
 	"github.com/dshfs/dshfs/toolapi"
@@ -21,7 +22,7 @@ import (
 // serveSocket serves the tools of a mounted workspace on a socket in its
 // state directory, and registers the mount so that `dshfs call` run inside
 // it finds the socket without flags. The returned function stops both.
-func serveSocket(store *versionstore.Store, o mountOptions, backing, mnt string, log *slog.Logger) (string, func(), error) {
+func serveSocket(store *versionstore.Store, fsys *fusefs.FS, o mountOptions, backing, mnt string, log *slog.Logger) (string, func(), error) {
 	var pol *policy.Policy
 	if !o.NoPolicy {
 		var err error
@@ -47,8 +48,9 @@ func serveSocket(store *versionstore.Store, o mountOptions, backing, mnt string,
 			}
 			return st
 		},
-		Store: store,
-		MCP:   mcpSessions(svc),
+		Store:           store,
+		MCP:             mcpSessions(svc),
+		RegisterProcess: func(actor string, pid int) error { return fsys.Actors().Register(pid, actor) },
 	})
 	l, err := unixsocket.Listen(socket)
 	if err != nil {
