@@ -71,6 +71,7 @@ func (s *Store) Sync(ctx context.Context, progress func(done, total int)) (SyncS
 			s.syncPath(key)
 		}
 	}
+	s.flushPending()
 	if progress != nil {
 		progress(len(keys), len(keys))
 	}
@@ -116,7 +117,9 @@ func (s *Store) syncFile(key string, keep bool) (int64, bool) {
 	}
 	c.created = s.hasBaseline() && !s.indexed(key)
 	n := int64(len(c.data))
-	s.logErr("index the workspace", key, s.commit([]string{key}, []change{c}))
+	// Into the mount's batch: a walk of 20,000 files is a few transactions,
+	// not 20,000.
+	s.enqueue(key, c, false)
 	return n, true
 }
 
