@@ -23,6 +23,32 @@ func chownToCaller(ctx context.Context, dirfd int, name string) {
 	}
 }
 
+// bornMode is the mode a daemon running as root creates an entry with:
+// without set-id bits, which would make it, for a moment, root's set-id
+// file; giveToCaller puts them back once the entry is the caller's.
+func bornMode(mode uint32) uint32 {
+	if os.Geteuid() != 0 {
+		return mode
+	}
+	return mode &^ (syscall.S_ISUID | syscall.S_ISGID)
+}
+
+// giveToCaller makes the new file open at fd the calling user's, as a
+// normal filesystem would, when the daemon runs as root: by descriptor, so
+// it is the file just made whatever its name holds by now, and with the
+// set-id bits of mode it was created without.
+func giveToCaller(ctx context.Context, fd int, mode uint32) error {
+	c, ok := fuse.FromContext(ctx)
+	if os.Geteuid() != 0 || !ok {
+		return nil
+	}
+	err := unix.Fchown(fd, int(c.Uid), int(c.Gid))
+	if err == nil && mode&(syscall.S_ISUID|syscall.S_ISGID) != 0 {
+		err = unix.Fchmod(fd, mode&0o7777)
+	}
+	return err
+}
+
 // entry stats a new entry and makes its inode.
 func (n *node) entry(ctx context.Context, dirfd int, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	var st unix.Stat_t
@@ -49,20 +75,12 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	defer done()
 	unlock := n.fsys.store.Locks().Lock(key)
 	defer unlock()
-	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
-	n.noteSelfChild(name)
-	// An existing file (no O_EXCL) is truncated below, once markDirty has
-	// kept its bytes: not by the open, which then changes nothing.
-	trunc := flags&syscall.O_TRUNC != 0
-	absent := absentAt(fd, name)
-	ffd, err := unix.Openat(fd, name, int(flags&^syscall.O_TRUNC)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-	if err != nil {
-		return nil, nil, 0, toErrno(err)
+	ffd, errno := n.createFile(ctx, fd, name, flags, mode)
+	if errno != 0 {
+		return nil, nil, 0, errno
 	}
-	if absent {
-		n.fsys.store.Created(key)
-	}
-	chownToCaller(ctx, fd, name)
+	n.fsys.logErr("give a new file to its creator", key, giveToCaller(ctx, ffd, mode))
+	n.fsys.store.Created(key)
 	var st unix.Stat_t
 	if err := unix.Fstat(ffd, &st); err != nil {
 		unix.Close(ffd)
@@ -71,19 +89,37 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	fillAttr(&out.Attr, &st)
 	child := n.newChild(ctx, &st, generation(ffd, ""))
 	h := newHandle(child.Operations().(*node), ffd)
-	h.markDirty(ctx, key, false) // a new (or truncated) file owes a version
-	if trunc && st.Size > 0 {
-		// Through a descriptor of its own: the caller's may be read-only.
-		err := truncateAt(fd, name)
-		if err != nil {
-			h.abandon(key, writer(ctx))
-			return nil, nil, 0, toErrno(err)
-		}
-		if err := unix.Fstat(ffd, &st); err == nil {
-			fillAttr(&out.Attr, &st)
-		}
-	}
+	h.markDirty(ctx, key, false) // a new file owes a version
 	return child, h, 0, 0
+}
+
+// createFile creates dirfd/name, which must not exist, and opens it with
+// the CREATE request's flags, for the caller.
+//
+// The kernel sends CREATE only for a name it believes absent: a negative
+// entry it trusts, or a lookup that found nothing. A file there now means
+// its view is stale (the file was made straight in the backing directory
+// while the watcher ignored the name, within 100 ms of a change through
+// the mount, or its events overflowed). Opening that file would bypass
+// every permission check, as root, and handing it to the caller would give
+// them someone else's file. So the create is exclusive, and an existing
+// file is answered EEXIST if the caller asked for O_EXCL, else ESTALE: the
+// VFS then retries the whole open once with LOOKUP_REVAL, FUSE drops the
+// negative entry and looks the name up, and the open of the file it finds
+// is checked against that file's own mode and owner (default_permissions).
+func (n *node) createFile(ctx context.Context, dirfd int, name string, flags, mode uint32) (int, syscall.Errno) {
+	n.noteSelfChild(name)
+	// The kernel supplies O_APPEND offsets itself; a new file has nothing
+	// to truncate.
+	open := flags&^(syscall.O_APPEND|syscall.O_TRUNC|fuse.FMODE_EXEC) | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Openat(dirfd, name, int(open), bornMode(mode))
+	switch {
+	case errors.Is(err, unix.EEXIST) && flags&syscall.O_EXCL == 0:
+		return -1, syscall.ESTALE
+	case err != nil:
+		return -1, toErrno(err)
+	}
+	return fd, 0
 }
 
 var _ = (fs.NodeMkdirer)((*node)(nil))
@@ -445,19 +481,6 @@ func (n *node) truncateAt(ctx context.Context, fd int, name string, size int64) 
 	}
 	n.fsys.refresh(n, key, writer(ctx))
 	return 0
-}
-
-// truncateAt empties dirfd/name.
-func truncateAt(dirfd int, name string) error {
-	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	err = unix.Ftruncate(fd, 0)
-	if cerr := unix.Close(fd); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // absentAt reports whether dirfd holds nothing called name.
