@@ -48,6 +48,17 @@ func giveToCaller(ctx context.Context, fd int, mode uint32) error {
 	return err
 }
 
+// entryFd stats the entry open at fd (any kind of descriptor) and makes
+// its inode.
+func (n *node) entryFd(ctx context.Context, fd int, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, toErrno(err)
+	}
+	fillAttr(&out.Attr, &st)
+	return n.newChild(ctx, &st, generation(fd, "")), 0
+}
+
 // entry stats a new entry and makes its inode.
 func (n *node) entry(ctx context.Context, dirfd int, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	var st unix.Stat_t
@@ -193,7 +204,9 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	sfd, sname, sdone, errno := src.at()
+	// The inode linked is the one the kernel checked the caller against
+	// (protected_hardlinks), whatever the source's name holds now.
+	r, sdone, errno := src.ref()
 	if errno != 0 {
 		return nil, errno
 	}
@@ -208,14 +221,14 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	n.noteSelfChild(name)
 	src.noteSelf()               // its link count changes
 	absent := absentAt(fd, name) // else link fails: nothing to keep
-	if err := unix.Linkat(sfd, sname, fd, name, 0); err != nil {
+	if err := r.link(fd, name); err != nil {
 		return nil, toErrno(err)
 	}
 	if absent {
 		n.fsys.store.Created(key)
 	}
 	n.fsys.refresh(nil, key, writer(ctx))
-	return n.entry(ctx, fd, name, out)
+	return n.entryFd(ctx, r.fd, out)
 }
 
 var _ = (fs.NodeUnlinker)((*node)(nil))
@@ -232,6 +245,10 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	defer done()
 	unlock := n.fsys.store.Locks().Lock(key)
 	defer unlock()
+	// The kernel checked the sticky bit against its child's owner.
+	if errno := n.childIs(fd, name); errno != 0 {
+		return errno
+	}
 	n.noteSelfChild(name)
 	n.fsys.store.Preserve(key) // what rm removes stays restorable
 	if err := unix.Unlinkat(fd, name, 0); err != nil {
@@ -249,6 +266,9 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 		return errno
 	}
 	defer done()
+	if errno := n.childIs(fd, name); errno != 0 {
+		return errno
+	}
 	n.noteSelfChild(name)
 	return toErrno(unix.Unlinkat(fd, name, unix.AT_REMOVEDIR))
 }

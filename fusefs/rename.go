@@ -100,6 +100,9 @@ func (r *renameOp) plan() (move, syscall.Errno) {
 	if err != nil {
 		return move{}, toErrno(err)
 	}
+	if errno := r.stale(); errno != 0 {
+		return move{}, errno
+	}
 	return move{
 		oldKey: r.oldKey, newKey: r.newKey,
 		dir:       isDir(&st),
@@ -109,6 +112,23 @@ func (r *renameOp) plan() (move, syscall.Errno) {
 		moving:    childNode(r.n, r.name),
 		displaced: childNode(r.np, r.newName),
 	}, 0
+}
+
+// stale checks that both names hold the nodes the kernel means (see
+// identity.go): it checked the sticky bit against the owners of the entry
+// moving and of the one replaced. RENAME_NOREPLACE refuses any target by
+// itself.
+func (r *renameOp) stale() syscall.Errno {
+	if errno := r.n.childIs(r.fd, r.name); errno != 0 {
+		return errno
+	}
+	switch {
+	case r.flags&renameNoreplace != 0:
+		return 0
+	case r.flags&renameExchange != 0:
+		return r.np.childIs(r.nfd, r.newName)
+	}
+	return r.np.targetIs(r.nfd, r.newName)
 }
 
 // run renames in the backing tree and moves the index and the nodes' keys.

@@ -11,6 +11,11 @@ import (
 
 var _ = (fs.NodeSetattrer)((*node)(nil))
 
+// Setattr without an open file (chmod, chown, utimensat, truncate, and
+// the truncation of an O_TRUNC open) acts on the node's inode through a
+// descriptor checked to be it, never on whatever its name holds now: the
+// kernel checked the caller's ownership or write permission against that
+// inode's attributes (see identity.go).
 func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if h, ok := f.(*handle); ok {
 		errno := h.Setattr(ctx, in, out)
@@ -20,17 +25,17 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		}
 		return errno
 	}
-	fd, name, done, errno := n.at()
+	r, done, errno := n.ref()
 	if errno != 0 {
 		return errno
 	}
 	defer done()
 	n.noteSelf()
-	if errno := n.setattrAt(ctx, fd, name, in); errno != 0 {
+	if errno := n.setattrRef(ctx, r, in); errno != 0 {
 		return errno
 	}
 	var st unix.Stat_t
-	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := unix.Fstat(r.fd, &st); err != nil {
 		return toErrno(err)
 	}
 	fillAttr(&out.Attr, &st)
@@ -38,10 +43,10 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	return 0
 }
 
-// setattrAt applies a SETATTR that came without an open file.
-func (n *node) setattrAt(ctx context.Context, fd int, name string, in *fuse.SetAttrIn) syscall.Errno {
+// setattrRef applies a SETATTR that came without an open file to r.
+func (n *node) setattrRef(ctx context.Context, r nodeRef, in *fuse.SetAttrIn) syscall.Errno {
 	if m, ok := in.GetMode(); ok {
-		if err := unix.Fchmodat(fd, name, m, 0); err != nil {
+		if err := r.chmod(m); err != nil {
 			return toErrno(err)
 		}
 	}
@@ -55,35 +60,42 @@ func (n *node) setattrAt(ctx context.Context, fd int, name string, in *fuse.SetA
 		if gok {
 			g = int(gid)
 		}
-		if err := unix.Fchownat(fd, name, u, g, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := r.chown(u, g); err != nil {
 			return toErrno(err)
 		}
 	}
 	if size, ok := in.GetSize(); ok {
-		if errno := n.truncateAt(ctx, fd, name, int64(size)); errno != 0 {
+		if errno := n.truncateRef(ctx, r, int64(size)); errno != 0 {
 			return errno
 		}
 	}
-	mtime, mok := in.GetMTime()
-	atime, aok := in.GetATime()
-	if mok || aok {
-		ts := []unix.Timespec{{Nsec: utimeOmit}, {Nsec: utimeOmit}}
-		if aok {
-			ts[0] = unix.NsecToTimespec(atime.UnixNano())
-		}
-		if mok {
-			ts[1] = unix.NsecToTimespec(mtime.UnixNano())
-		}
-		if err := unix.UtimesNanoAt(fd, name, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return toErrno(err)
-		}
+	if ts := setattrTimes(in); ts != nil {
+		return toErrno(r.utimes(ts))
 	}
 	return 0
 }
 
-// truncateAt truncates a file by name (truncate(1), or O_TRUNC without an
+// setattrTimes is the utimensat argument for in's times, nil if it sets
+// none.
+func setattrTimes(in *fuse.SetAttrIn) []unix.Timespec {
+	atime, aok := in.GetATime()
+	mtime, mok := in.GetMTime()
+	if !aok && !mok {
+		return nil
+	}
+	ts := []unix.Timespec{{Nsec: utimeOmit}, {Nsec: utimeOmit}}
+	if aok {
+		ts[0] = unix.NsecToTimespec(atime.UnixNano())
+	}
+	if mok {
+		ts[1] = unix.NsecToTimespec(mtime.UnixNano())
+	}
+	return ts
+}
+
+// truncateRef truncates the file r (truncate(1), or O_TRUNC without an
 // open file) and records its new version.
-func (n *node) truncateAt(ctx context.Context, fd int, name string, size int64) syscall.Errno {
+func (n *node) truncateRef(ctx context.Context, r nodeRef, size int64) syscall.Errno {
 	key, ok := n.key()
 	if !ok {
 		return syscall.ENOENT
@@ -91,7 +103,12 @@ func (n *node) truncateAt(ctx context.Context, fd int, name string, size int64) 
 	unlock := n.fsys.store.Locks().Lock(key)
 	defer unlock()
 	n.fsys.store.Preserve(key)
-	ffd, err := unix.Openat(fd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// A tool publish may have replaced the file since r was opened; under
+	// the lock none can, and the name must still hold it.
+	if errno := n.is(r.dir, r.name); errno != 0 {
+		return errno
+	}
+	ffd, err := r.reopen(unix.O_WRONLY)
 	if err != nil {
 		return toErrno(err)
 	}

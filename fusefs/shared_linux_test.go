@@ -108,6 +108,24 @@ func (m *mounted) staleAbsent(rel string) {
 	}
 }
 
+// mine makes rel nobody's file (or directory) through the mount, so that
+// the kernel caches nobody's entry for it.
+func (m *mounted) mine(rel string, dir bool) {
+	m.t.Helper()
+	p := filepath.Join(m.mnt, rel)
+	var err error
+	asNobody(m.t, func() {
+		if dir {
+			err = os.Mkdir(p, 0o755)
+		} else {
+			err = os.WriteFile(p, []byte("mine\n"), 0o644)
+		}
+	})
+	if err != nil {
+		m.t.Fatalf("nobody creates %s: %v", rel, err)
+	}
+}
+
 // rootsEntry is an entry root put straight into the backing directory.
 type rootsEntry struct {
 	ino  uint64
@@ -129,6 +147,26 @@ func (m *mounted) putSecret(rel string) rootsEntry {
 		}
 	}
 	if err != nil {
+		m.t.Fatal(err)
+	}
+	return m.rootsEntryAt(rel)
+}
+
+// swapIn replaces rel in the backing directory, behind the kernel's back,
+// with root's file (mode 0600, holding secret) or root's empty directory
+// (mode 0700): made under a temporary name and renamed over rel.
+func (m *mounted) swapIn(rel string, dir bool) rootsEntry {
+	m.t.Helper()
+	tmp := rel + ".swap"
+	if dir {
+		if err := os.Mkdir(filepath.Join(m.backing, tmp), 0o700); err != nil {
+			m.t.Fatal(err)
+		}
+	} else {
+		m.putSecret(tmp)
+	}
+	// Not os.Rename, which refuses to replace a directory.
+	if err := unix.Rename(filepath.Join(m.backing, tmp), filepath.Join(m.backing, rel)); err != nil {
 		m.t.Fatal(err)
 	}
 	return m.rootsEntryAt(rel)

@@ -20,8 +20,9 @@ func procPath(dirfd int, name string) string {
 }
 
 const (
-	renameExchange = unix.RENAME_EXCHANGE
-	utimeOmit      = unix.UTIME_OMIT
+	renameNoreplace = unix.RENAME_NOREPLACE
+	renameExchange  = unix.RENAME_EXCHANGE
+	utimeOmit       = unix.UTIME_OMIT
 )
 
 func mknodat(dirfd int, name string, mode uint32, dev int) error {
@@ -35,15 +36,74 @@ func detach(mnt string) error { return unix.Unmount(mnt, unix.MNT_DETACH) }
 // ""): with the inode number it tells apart files that reuse a number, as
 // ext4 does at once after a tool publish frees the replaced file's.
 func generation(dirfd int, name string) uint64 {
+	_, gen, err := identity(dirfd, name)
+	if err != nil {
+		return 1
+	}
+	return gen
+}
+
+// identity is the inode number and generation of dirfd/name (of dirfd
+// itself when name is ""), as a node's StableAttr holds them. One statx.
+func identity(dirfd int, name string) (ino, gen uint64, err error) {
 	var stx unix.Statx_t
 	flags := unix.AT_SYMLINK_NOFOLLOW
 	if name == "" {
 		flags |= unix.AT_EMPTY_PATH
 	}
-	if unix.Statx(dirfd, name, flags, unix.STATX_BTIME, &stx) != nil || stx.Mask&unix.STATX_BTIME == 0 {
-		return 1
+	if err := unix.Statx(dirfd, name, flags, unix.STATX_INO|unix.STATX_BTIME, &stx); err != nil {
+		return 0, 0, err
 	}
-	return uint64(stx.Btime.Sec)*1e9 + uint64(stx.Btime.Nsec)
+	if stx.Mask&unix.STATX_BTIME == 0 {
+		return stx.Ino, 1, nil
+	}
+	return stx.Ino, uint64(stx.Btime.Sec)*1e9 + uint64(stx.Btime.Nsec), nil
+}
+
+// openNode opens dirfd/name itself — a symlink, FIFO or device as well —
+// without opening it for reading or writing: a descriptor to check and
+// act on (O_PATH).
+func openNode(dirfd int, name string) (int, error) {
+	return unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+}
+
+// fdPath leads, through /proc, to the very inode open at fd, whatever its
+// names are now: the system calls that take no O_PATH descriptor take it.
+func fdPath(fd int) string { return "/proc/self/fd/" + itoa(fd) }
+
+func (r nodeRef) chmod(mode uint32) error {
+	return unix.Fchmodat(unix.AT_FDCWD, fdPath(r.fd), mode, 0)
+}
+
+func (r nodeRef) chown(uid, gid int) error {
+	return unix.Fchownat(r.fd, "", uid, gid, unix.AT_EMPTY_PATH)
+}
+
+func (r nodeRef) utimes(ts []unix.Timespec) error {
+	return unix.UtimesNanoAt(r.fd, "", ts, unix.AT_EMPTY_PATH)
+}
+
+// reopen opens the inode for reading or writing.
+func (r nodeRef) reopen(flags int) (int, error) {
+	return unix.Open(fdPath(r.fd), flags|unix.O_CLOEXEC, 0)
+}
+
+// link gives the inode the name dirfd/name (AT_SYMLINK_FOLLOW follows the
+// /proc link to the inode, not a symlink the inode may be).
+func (r nodeRef) link(dirfd int, name string) error {
+	return unix.Linkat(unix.AT_FDCWD, fdPath(r.fd), dirfd, name, unix.AT_SYMLINK_FOLLOW)
+}
+
+func (r nodeRef) getxattr(attr string, dest []byte) (int, error) {
+	return unix.Getxattr(fdPath(r.fd), attr, dest)
+}
+
+func (r nodeRef) setxattr(attr string, data []byte, flags int) error {
+	return unix.Setxattr(fdPath(r.fd), attr, data, flags)
+}
+
+func (r nodeRef) removexattr(attr string) error {
+	return unix.Removexattr(fdPath(r.fd), attr)
 }
 
 // zeroMessageOpendir: Linux (since 5.1) opens directories without OPENDIR
