@@ -11,17 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// chownToCaller gives a new entry to the calling user, as a normal
-// filesystem would, when the daemon runs as root.
-func chownToCaller(ctx context.Context, dirfd int, name string) {
-	if os.Geteuid() != 0 {
-		return
-	}
-	if c, ok := fuse.FromContext(ctx); ok {
-		unix.Fchownat(dirfd, name, int(c.Uid), int(c.Gid), unix.AT_SYMLINK_NOFOLLOW)
-	}
-}
-
 // bornMode is the mode a daemon running as root creates an entry with:
 // without set-id bits, which would make it, for a moment, root's set-id
 // file; giveToCaller puts them back once the entry is the caller's.
@@ -57,16 +46,6 @@ func (n *node) entryFd(ctx context.Context, fd int, out *fuse.EntryOut) (*fs.Ino
 	}
 	fillAttr(&out.Attr, &st)
 	return n.newChild(ctx, &st, generation(fd, "")), 0
-}
-
-// entry stats a new entry and makes its inode.
-func (n *node) entry(ctx context.Context, dirfd int, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return nil, toErrno(err)
-	}
-	fillAttr(&out.Attr, &st)
-	return n.newChild(ctx, &st, generation(dirfd, name)), 0
 }
 
 var _ = (fs.NodeCreater)((*node)(nil))
@@ -141,11 +120,11 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	}
 	defer done()
 	n.noteSelfChild(name)
+	since := coarseNow()
 	if err := unix.Mkdirat(fd, name, mode); err != nil {
 		return nil, toErrno(err)
 	}
-	chownToCaller(ctx, fd, name)
-	return n.entry(ctx, fd, name, out)
+	return n.made(ctx, fd, name, syscall.S_IFDIR, since, mode, out)
 }
 
 var _ = (fs.NodeMknoder)((*node)(nil))
@@ -164,17 +143,17 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 	defer unlock()
 	n.noteSelfChild(name)
 	absent := absentAt(fd, name) // else mknod fails: nothing to keep
-	if err := mknodat(fd, name, mode, int(rdev)); err != nil {
+	since := coarseNow()
+	if err := mknodat(fd, name, bornMode(mode), int(rdev)); err != nil {
 		return nil, toErrno(err)
 	}
-	chownToCaller(ctx, fd, name)
 	if mode&syscall.S_IFMT == syscall.S_IFREG {
 		if absent {
 			n.fsys.store.Created(key)
 		}
 		n.fsys.refresh(nil, key, writer(ctx))
 	}
-	return n.entry(ctx, fd, name, out)
+	return n.made(ctx, fd, name, mode&syscall.S_IFMT, since, mode, out)
 }
 
 var _ = (fs.NodeSymlinker)((*node)(nil))
@@ -186,11 +165,52 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	}
 	defer done()
 	n.noteSelfChild(name)
+	since := coarseNow()
 	if err := unix.Symlinkat(target, fd, name); err != nil {
 		return nil, toErrno(err)
 	}
-	chownToCaller(ctx, fd, name)
-	return n.entry(ctx, fd, name, out)
+	return n.made(ctx, fd, name, syscall.S_IFLNK, since, 0, out)
+}
+
+// made gives dirfd/name, an entry of type typ the daemon has just made (at
+// since or later), to the caller, and makes its inode. See ownNew.
+func (n *node) made(ctx context.Context, dirfd int, name string, typ uint32, since unix.Timespec, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if n.fsys.afterMake != nil {
+		n.fsys.afterMake(dirfd, name)
+	}
+	fd, err := openNode(dirfd, name)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	defer unix.Close(fd)
+	if errno := n.ownNew(ctx, nodeRef{fd, dirfd, name}, typ, since, mode); errno != 0 {
+		return nil, errno
+	}
+	return n.entryFd(ctx, fd, out)
+}
+
+// ownNew makes the new entry r the calling user's, as a normal filesystem
+// would, when the daemon runs as root, with the set-id bits of mode it was
+// made without (bornMode). By descriptor, and only if r is the entry the
+// daemon made: a process writing straight into the backing directory could
+// have put another one at its name meanwhile, even root's. That one is left
+// alone and the answer is ESTALE; the kernel's retry then finds the name
+// taken (EEXIST).
+func (n *node) ownNew(ctx context.Context, r nodeRef, typ uint32, since unix.Timespec, mode uint32) syscall.Errno {
+	c, ok := fuse.FromContext(ctx)
+	if os.Geteuid() != 0 || !ok {
+		return 0
+	}
+	if !bornSince(r.fd, typ, since) {
+		return syscall.ESTALE
+	}
+	err := r.chown(int(c.Uid), int(c.Gid))
+	if err == nil && typ != syscall.S_IFDIR && mode&(syscall.S_ISUID|syscall.S_ISGID) != 0 {
+		err = r.chmod(mode & 0o7777)
+	}
+	key, _ := n.childKey(r.name)
+	n.fsys.logErr("give a new entry to its creator", key, err)
+	return 0
 }
 
 var _ = (fs.NodeLinker)((*node)(nil))

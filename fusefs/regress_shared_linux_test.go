@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -172,4 +174,39 @@ func errnoOrAny(e syscall.Errno) any {
 		return "an error"
 	}
 	return e
+}
+
+// Mkdir, mknod and symlink gave the new entry to the caller by name
+// (fchownat): whatever the name held by then was made theirs — here root's
+// directory or file, moved there straight in the backing directory in the
+// instant after the daemon made the entry. (Root's entry is made some
+// clock ticks before: one born in the same tick as the new entry cannot be
+// told from it by its birth time.)
+func TestOnlyTheNewEntryIsGivenToItsCreator(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rootDir bool // root's entry moved in is a directory
+		make    func(p string) error
+	}{
+		{"mkdir", true, func(p string) error { return os.Mkdir(p, 0o755) }},
+		{"mkfifo", false, func(p string) error { return syscall.Mkfifo(p, 0o644) }},
+		{"symlink", false, func(p string) error { return os.Symlink("target", p) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var once sync.Once
+			m := mountShared(t, func(o *Options) {
+				o.afterMake = func(dirfd int, name string) {
+					once.Do(func() { unix.Renameat(dirfd, name+".root", dirfd, name) })
+				}
+			})
+			e := m.rootsOwn("pub/n.root", tc.rootDir)
+			time.Sleep(30 * time.Millisecond) // a few ticks of the coarse clock
+			var err error
+			asNobody(t, func() { err = tc.make(filepath.Join(m.mnt, "pub/n")) })
+			m.wantIntact("pub/n", e)
+			if !errors.Is(err, fs.ErrExist) {
+				t.Fatalf("%s as nobody: %v, want the name taken (EEXIST)", tc.name, err)
+			}
+		})
+	}
 }

@@ -21,8 +21,9 @@ const nobody = 65534
 
 // mountShared mounts, with allow_other, a workspace that nobody can reach,
 // holding a world-writable sticky directory pub, as /tmp is.
-func mountShared(t *testing.T) *mounted {
+func mountShared(t *testing.T, opts ...func(*Options)) *mounted {
 	t.Helper()
+	opts = append(opts, func(o *Options) { o.AllowOther = true })
 	m := mountWith(t, func(backing string) {
 		pub := filepath.Join(backing, "pub")
 		for _, err := range []error{
@@ -34,7 +35,7 @@ func mountShared(t *testing.T) *mounted {
 				t.Fatal(err)
 			}
 		}
-	}, func(o *Options) { o.AllowOther = true })
+	}, opts...)
 	// t.TempDir's first level is 0700: let nobody reach the mount point.
 	if err := os.Chmod(filepath.Dir(filepath.Dir(m.mnt)), 0o755); err != nil {
 		t.Fatal(err)
@@ -153,20 +154,26 @@ func (m *mounted) putSecret(rel string) rootsEntry {
 }
 
 // swapIn replaces rel in the backing directory, behind the kernel's back,
-// with root's file (mode 0600, holding secret) or root's empty directory
-// (mode 0700): made under a temporary name and renamed over rel.
+// with root's entry (see rootsOwn), made under a temporary name and renamed
+// over rel.
 func (m *mounted) swapIn(rel string, dir bool) rootsEntry {
 	m.t.Helper()
-	tmp := rel + ".swap"
-	if dir {
-		if err := os.Mkdir(filepath.Join(m.backing, tmp), 0o700); err != nil {
-			m.t.Fatal(err)
-		}
-	} else {
-		m.putSecret(tmp)
-	}
+	m.rootsOwn(rel+".swap", dir)
 	// Not os.Rename, which refuses to replace a directory.
-	if err := unix.Rename(filepath.Join(m.backing, tmp), filepath.Join(m.backing, rel)); err != nil {
+	if err := unix.Rename(filepath.Join(m.backing, rel+".swap"), filepath.Join(m.backing, rel)); err != nil {
+		m.t.Fatal(err)
+	}
+	return m.rootsEntryAt(rel)
+}
+
+// rootsOwn makes rel in the backing directory root's file (mode 0600,
+// holding secret) or root's empty directory (mode 0700).
+func (m *mounted) rootsOwn(rel string, dir bool) rootsEntry {
+	m.t.Helper()
+	if !dir {
+		return m.putSecret(rel)
+	}
+	if err := os.Mkdir(filepath.Join(m.backing, rel), 0o700); err != nil {
 		m.t.Fatal(err)
 	}
 	return m.rootsEntryAt(rel)

@@ -1,6 +1,10 @@
 package fusefs
 
-import "golang.org/x/sys/unix"
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 const oPath = unix.O_RDONLY
 
@@ -42,6 +46,19 @@ func identity(dirfd int, name string) (ino, gen uint64, err error) {
 		err = unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	}
 	return st.Ino, 1, err
+}
+
+func coarseNow() unix.Timespec { return unix.NsecToTimespec(time.Now().UnixNano()) }
+
+// bornSince reports whether the entry open at fd is of type typ, root's,
+// and born at since or later: an entry the daemon has just made.
+func bornSince(fd int, typ uint32, since unix.Timespec) bool {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || uint32(st.Mode)&unix.S_IFMT != typ || st.Uid != 0 {
+		return false
+	}
+	b := st.Btim
+	return b.Sec > since.Sec || b.Sec == since.Sec && b.Nsec >= since.Nsec
 }
 
 // openNode opens dirfd/name itself (a symlink too) to check and act on.

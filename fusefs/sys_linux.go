@@ -60,6 +60,30 @@ func identity(dirfd int, name string) (ino, gen uint64, err error) {
 	return stx.Ino, uint64(stx.Btime.Sec)*1e9 + uint64(stx.Btime.Nsec), nil
 }
 
+// coarseNow is the clock the kernel stamps new inodes with (their birth
+// time is never earlier than it was before they were made).
+func coarseNow() unix.Timespec {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts)
+	return ts
+}
+
+// bornSince reports whether the entry open at fd is of type typ, root's,
+// and, where the filesystem keeps birth times, born at since or later: an
+// entry the daemon has just made, not one moved into its name.
+func bornSince(fd int, typ uint32, since unix.Timespec) bool {
+	var stx unix.Statx_t
+	flags := unix.AT_EMPTY_PATH | unix.AT_SYMLINK_NOFOLLOW
+	if unix.Statx(fd, "", flags, unix.STATX_TYPE|unix.STATX_UID|unix.STATX_BTIME, &stx) != nil {
+		return false
+	}
+	if uint32(stx.Mode)&unix.S_IFMT != typ || stx.Uid != 0 {
+		return false
+	}
+	b := stx.Btime
+	return stx.Mask&unix.STATX_BTIME == 0 || b.Sec > since.Sec || b.Sec == since.Sec && int64(b.Nsec) >= since.Nsec
+}
+
 // openNode opens dirfd/name itself — a symlink, FIFO or device as well —
 // without opening it for reading or writing: a descriptor to check and
 // act on (O_PATH).
