@@ -46,24 +46,43 @@ func mountShared(t *testing.T, opts ...func(*Options)) *mounted {
 // asNobody runs fn on an OS thread of its own with nobody's credentials —
 // uid and gid 65534, no supplementary groups, no capabilities — as a
 // process of another user would: FUSE takes the caller's ids from the
-// calling thread, and the kernel checks that thread's permissions. The
-// thread never goes back to the scheduler (it ends with fn), and the
-// runtime does not clone new threads from a locked one, so no other
-// goroutine ever runs as nobody. fn must not call t.Fatal.
+// calling thread, and the kernel checks that thread's permissions. fn must
+// not call t.Fatal.
 func asNobody(t *testing.T, fn func()) {
+	t.Helper()
+	onThread(t, becomeNobody, fn)
+}
+
+// onThread runs fn on an OS thread of its own, after become changed that
+// thread's credentials. The thread never goes back to the scheduler (it
+// ends with fn), and the runtime does not clone new threads from a locked
+// one, so no other goroutine ever runs with them.
+func onThread(t *testing.T, become func() error, fn func()) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
-		err := becomeNobody()
+		err := become()
 		if err == nil {
 			fn()
 		}
 		done <- err
 	}()
 	if err := <-done; err != nil {
-		t.Fatalf("become nobody: %v", err)
+		t.Fatalf("change the thread's credentials: %v", err)
 	}
+}
+
+// dropSysAdmin takes CAP_SYS_ADMIN out of the calling thread's effective
+// set (capset changes the calling thread only).
+func dropSysAdmin() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return err
+	}
+	data[unix.CAP_SYS_ADMIN/32].Effective &^= 1 << (unix.CAP_SYS_ADMIN % 32)
+	return unix.Capset(&hdr, &data[0])
 }
 
 // becomeNobody changes the calling thread's credentials only, with raw

@@ -1,6 +1,12 @@
 package fusefs
 
-import "golang.org/x/sys/unix"
+import (
+	"bytes"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
 
 // oPath opens a directory only to name it in *at calls.
 const oPath = unix.O_PATH
@@ -133,3 +139,33 @@ func (r nodeRef) removexattr(attr string) error {
 // zeroMessageOpendir: Linux (since 5.1) opens directories without OPENDIR
 // when the daemon answers it with ENOSYS.
 const zeroMessageOpendir = true
+
+// capSysAdmin reports whether the thread pid (a FUSE request's caller) has
+// CAP_SYS_ADMIN, in the daemon's user namespace: what the kernel asks of a
+// caller to list trusted.* names. It reads the effective set from
+// /proc/PID/status, which is the calling thread's (FUSE sends the thread's
+// id). Not uid 0 alone: a root process may have dropped the capability, and
+// root in a user namespace of its own has it there only. False when it
+// cannot tell (the caller gone meanwhile, or no /proc).
+func capSysAdmin(pid uint32) bool {
+	if pid == 0 {
+		return false
+	}
+	dir := "/proc/" + strconv.FormatUint(uint64(pid), 10)
+	status, err := os.ReadFile(dir + "/status")
+	if err != nil {
+		return false
+	}
+	_, rest, ok := bytes.Cut(status, []byte("\nCapEff:"))
+	if !ok {
+		return false
+	}
+	hex, _, _ := bytes.Cut(bytes.TrimSpace(rest), []byte("\n"))
+	eff, err := strconv.ParseUint(string(bytes.TrimSpace(hex)), 16, 64)
+	if err != nil || eff&(1<<unix.CAP_SYS_ADMIN) == 0 {
+		return false
+	}
+	var theirs, ours unix.Stat_t
+	return unix.Stat(dir+"/ns/user", &theirs) == nil && unix.Stat("/proc/self/ns/user", &ours) == nil &&
+		theirs.Ino == ours.Ino && theirs.Dev == ours.Dev
+}
