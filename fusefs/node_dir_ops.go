@@ -21,20 +21,31 @@ func bornMode(mode uint32) uint32 {
 	return mode &^ (syscall.S_ISUID | syscall.S_ISGID)
 }
 
-// giveToCaller makes the new file open at fd the calling user's, as a
-// normal filesystem would, when the daemon runs as root: by descriptor, so
-// it is the file just made whatever its name holds by now, and with the
-// set-id bits of mode it was created without.
-func giveToCaller(ctx context.Context, fd int, mode uint32) error {
+// giveToCaller makes the new entry r the calling user's, as a normal
+// filesystem would, when the daemon runs as root: by descriptor, so it is
+// the entry just made whatever its name holds by now, and with the set-id
+// bits of mode it was made without (bornMode). In a set-group-ID
+// directory its group stays the directory's, which it got when made.
+func giveToCaller(ctx context.Context, r nodeRef, mode uint32) error {
 	c, ok := fuse.FromContext(ctx)
 	if os.Geteuid() != 0 || !ok {
 		return nil
 	}
-	err := unix.Fchown(fd, int(c.Uid), int(c.Gid))
-	if err == nil && mode&(syscall.S_ISUID|syscall.S_ISGID) != 0 {
-		err = unix.Fchmod(fd, mode&0o7777)
+	gid := int(c.Gid)
+	var dir unix.Stat_t
+	if err := unix.Fstat(r.dir, &dir); err != nil {
+		return err
 	}
-	return err
+	if dir.Mode&syscall.S_ISGID != 0 {
+		gid = -1
+	}
+	if err := r.chown(int(c.Uid), gid); err != nil {
+		return err
+	}
+	if mode&syscall.S_IFMT != syscall.S_IFDIR && mode&(syscall.S_ISUID|syscall.S_ISGID) != 0 {
+		return r.chmod(mode & 0o7777)
+	}
+	return nil
 }
 
 // entryFd stats the entry open at fd (any kind of descriptor) and makes
@@ -68,7 +79,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	n.fsys.logErr("give a new file to its creator", key, giveToCaller(ctx, ffd, mode))
+	n.fsys.logErr("give a new file to its creator", key, giveToCaller(ctx, nodeRef{ffd, fd, name}, mode))
 	n.fsys.store.Created(key)
 	var st unix.Stat_t
 	if err := unix.Fstat(ffd, &st); err != nil {
@@ -189,27 +200,20 @@ func (n *node) made(ctx context.Context, dirfd int, name string, typ uint32, sin
 	return n.entryFd(ctx, fd, out)
 }
 
-// ownNew makes the new entry r the calling user's, as a normal filesystem
-// would, when the daemon runs as root, with the set-id bits of mode it was
-// made without (bornMode). By descriptor, and only if r is the entry the
-// daemon made: a process writing straight into the backing directory could
-// have put another one at its name meanwhile, even root's. That one is left
-// alone and the answer is ESTALE; the kernel's retry then finds the name
-// taken (EEXIST).
+// ownNew gives the new entry r to the caller (giveToCaller), only if r is
+// the entry the daemon made: a process writing straight into the backing
+// directory could have put another one at its name meanwhile, even root's.
+// That one is left alone and the answer is ESTALE; the kernel's retry then
+// finds the name taken (EEXIST).
 func (n *node) ownNew(ctx context.Context, r nodeRef, typ uint32, since unix.Timespec, mode uint32) syscall.Errno {
-	c, ok := fuse.FromContext(ctx)
-	if os.Geteuid() != 0 || !ok {
+	if os.Geteuid() != 0 {
 		return 0
 	}
 	if !bornSince(r.fd, typ, since) {
 		return syscall.ESTALE
 	}
-	err := r.chown(int(c.Uid), int(c.Gid))
-	if err == nil && typ != syscall.S_IFDIR && mode&(syscall.S_ISUID|syscall.S_ISGID) != 0 {
-		err = r.chmod(mode & 0o7777)
-	}
 	key, _ := n.childKey(r.name)
-	n.fsys.logErr("give a new entry to its creator", key, err)
+	n.fsys.logErr("give a new entry to its creator", key, giveToCaller(ctx, r, typ|mode&0o7777))
 	return 0
 }
 

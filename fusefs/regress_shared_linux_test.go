@@ -210,6 +210,55 @@ func TestTrustedXattrsAreListedOnlyToTheCapable(t *testing.T) {
 	}
 }
 
+// New entries were given the caller's group everywhere. In a
+// set-group-ID directory they take the directory's group, and a new
+// directory its set-group-ID bit, as they do natively: a group's shared
+// directory stayed readable only by the creator's own group.
+func TestNewEntriesInASetgidDirectoryTakeItsGroup(t *testing.T) {
+	const group = 4242
+	m := mountShared(t)
+	for _, d := range []string{"grp", "grp-native"} {
+		p := filepath.Join(m.backing, d)
+		if err := os.Mkdir(p, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, 0, group); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, 0o777|os.ModeSetgid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	makeAll := func(dir string) error {
+		return errors.Join(
+			os.WriteFile(filepath.Join(dir, "f"), nil, 0o644),
+			os.Mkdir(filepath.Join(dir, "d"), 0o755),
+			syscall.Mkfifo(filepath.Join(dir, "p"), 0o644),
+			os.Symlink("f", filepath.Join(dir, "l")))
+	}
+	var err, nerr error
+	asNobody(t, func() {
+		err = makeAll(filepath.Join(m.mnt, "grp"))
+		nerr = makeAll(filepath.Join(m.backing, "grp-native"))
+	})
+	if err != nil || nerr != nil {
+		t.Fatalf("make as nobody: %v; natively: %v", err, nerr)
+	}
+	for _, name := range []string{"f", "d", "p", "l"} {
+		var st, nst unix.Stat_t
+		if err := unix.Lstat(filepath.Join(m.backing, "grp", name), &st); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Lstat(filepath.Join(m.backing, "grp-native", name), &nst); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != nobody || st.Gid != group || st.Mode != nst.Mode || st.Gid != nst.Gid {
+			t.Errorf("%s made through the mount: uid %d gid %d mode %o; natively uid %d gid %d mode %o",
+				name, st.Uid, st.Gid, st.Mode, nst.Uid, nst.Gid, nst.Mode)
+		}
+	}
+}
+
 func errnoOrAny(e syscall.Errno) any {
 	if e == 0 {
 		return "an error"
