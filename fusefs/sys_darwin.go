@@ -100,3 +100,7 @@ const zeroMessageOpendir = false
 // capSysAdmin: macOS has no trusted.* namespace to hide (see the Linux
 // version); such names are ordinary ones there.
 func capSysAdmin(pid uint32) bool { return true }
+
+// fileattrIoctl: macOS passes on no file attribute ioctls (see the Linux
+// version); none is run for a caller.
+func fileattrIoctl(cmd uint32) bool { return false }

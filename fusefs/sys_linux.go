@@ -169,3 +169,19 @@ func capSysAdmin(pid uint32) bool {
 	return unix.Stat(dir+"/ns/user", &theirs) == nil && unix.Stat("/proc/self/ns/user", &ours) == nil &&
 		theirs.Ino == ours.Ino && theirs.Dev == ours.Dev
 }
+
+// The file attribute ioctls (linux/fs.h); struct fsxattr is 28 bytes.
+const (
+	fsIocFsgetxattr = 0x801c581f // _IOR('X', 31, struct fsxattr)
+	fsIocFssetxattr = 0x401c5820 // _IOW('X', 32, struct fsxattr)
+)
+
+// fileattrIoctl reports whether cmd is one of the ioctls the kernel's
+// fileattr layer sends a FUSE daemon, having checked the caller.
+func fileattrIoctl(cmd uint32) bool {
+	switch cmd {
+	case unix.FS_IOC_GETFLAGS, unix.FS_IOC_SETFLAGS, fsIocFsgetxattr, fsIocFssetxattr:
+		return true
+	}
+	return false
+}
