@@ -242,3 +242,23 @@ func (n *node) CopyFileRange(ctx context.Context, fhIn fs.FileHandle, offIn uint
 	})
 	return uint32(copied), errno
 }
+
+var _ = (fs.NodeIoctler)((*node)(nil))
+
+// Ioctl passes on only the file attribute ioctls of lsattr and chattr.
+// go-fuse's loopback file would run any ioctl a caller sends on the
+// backing descriptor, as root: the filesystem checks the capabilities of
+// the daemon, not of the caller, so anyone could have shut the backing
+// filesystem down (EXT4_IOC_SHUTDOWN) or swapped extents with a file the
+// daemon holds open (EXT4_IOC_MOVE_EXT takes a descriptor number of the
+// daemon's). The kernel checks those it passes on here against the caller
+// itself before they reach FUSE (its fileattr layer, Linux 5.13 and later:
+// ownership, CAP_LINUX_IMMUTABLE for the immutable and append-only flags).
+// Every other ioctl is ENOTTY, as a filesystem without it answers.
+func (n *node) Ioctl(ctx context.Context, f fs.FileHandle, cmd uint32, arg uint64, input []byte, output []byte) (int32, syscall.Errno) {
+	h, ok := f.(*handle)
+	if !ok || !fileattrIoctl(cmd) {
+		return 0, syscall.ENOTTY
+	}
+	return h.LoopbackFile.Ioctl(ctx, cmd, arg, input, output)
+}

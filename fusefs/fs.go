@@ -47,6 +47,10 @@ type Options struct {
 	// Logger receives failures that cannot be returned to a caller
 	// (default slog.Default()).
 	Logger *slog.Logger
+
+	// afterMake, for tests, runs when the daemon has made a directory,
+	// node or symlink, before it gives it to the caller.
+	afterMake func(dirfd int, name string)
 }
 
 // FS is a mounted workspace.
@@ -71,6 +75,8 @@ type FS struct {
 	stopped   chan struct{}
 
 	timeout time.Duration // how long the kernel may trust entries and attributes
+
+	afterMake func(dirfd int, name string) // Options.afterMake
 }
 
 // Mount serves store's workspace at mountpoint. The process umask should be
@@ -87,7 +93,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
-	f := &FS{store: store, rootFd: rootFd, mnt: mnt, log: opts.Logger, actors: &Actors{}}
+	f := &FS{store: store, rootFd: rootFd, mnt: mnt, log: opts.Logger, afterMake: opts.afterMake, actors: &Actors{}}
 	if f.log == nil {
 		f.log = slog.Default()
 	}

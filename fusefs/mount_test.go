@@ -34,10 +34,20 @@ type mounted struct {
 // when the test fails.
 func mountT(t *testing.T, opts ...func(*Options)) *mounted {
 	t.Helper()
+	return mountWith(t, nil, opts...)
+}
+
+// mountWith is mountT with prep run on the backing directory before it is
+// mounted.
+func mountWith(t *testing.T, prep func(backing string), opts ...func(*Options)) *mounted {
+	t.Helper()
 	testfuse.Require(t)
 	m := &mounted{t: t, backing: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
 	if err := os.Mkdir(m.mnt, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if prep != nil {
+		prep(m.backing)
 	}
 	var err error
 	var fsys *FS

@@ -201,14 +201,22 @@ func (f *FS) openDir(rel string) (int, func(), error) {
 	return fd, func() { unix.Close(fd) }, nil
 }
 
-// dirFd opens n itself as a directory.
+// dirFd opens n itself as a directory, for an operation on its entries:
+// the directory the kernel means by n (see identity.go), else ESTALE.
 func (n *node) dirFd() (int, func(), syscall.Errno) {
 	p, ok := n.relPath()
 	if !ok {
 		return -1, nil, syscall.ENOENT
 	}
 	fd, done, err := n.fsys.openDir(p)
-	return fd, done, toErrno(err)
+	if err != nil {
+		return -1, nil, toErrno(err)
+	}
+	if errno := n.sameInode(fd); errno != 0 {
+		done()
+		return -1, nil, errno
+	}
+	return fd, done, 0
 }
 
 // at opens n's parent directory and returns it with n's name in it. The
@@ -226,26 +234,6 @@ func (n *node) at() (int, string, func(), syscall.Errno) {
 	}
 	fd, done, err := n.fsys.openDir(dir)
 	return fd, name, done, toErrno(err)
-}
-
-// sameInode checks that fd, opened by n's name, is the file the kernel
-// means by n. A tool publish renames a new inode over the name; until the
-// kernel drops its entry, it still sends requests for the old one. Opening
-// the new file for them would mix the two — an O_APPEND write would land at
-// the old file's size, leaving a hole. ESTALE makes the kernel look the name
-// up again and retry.
-func (n *node) sameInode(fd int) syscall.Errno {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return toErrno(err)
-	}
-	if n.EmbeddedInode() == n.fsys.root.EmbeddedInode() {
-		return 0
-	}
-	if a := n.StableAttr(); st.Ino != a.Ino || generation(fd, "") != a.Gen {
-		return syscall.ESTALE
-	}
-	return 0
 }
 
 // newChild makes the inode for a backing entry named by st.

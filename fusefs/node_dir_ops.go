@@ -6,31 +6,57 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/dshfs/dshfs/versionstore"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
 
-// chownToCaller gives a new entry to the calling user, as a normal
-// filesystem would, when the daemon runs as root.
-func chownToCaller(ctx context.Context, dirfd int, name string) {
+// bornMode is the mode a daemon running as root creates an entry with:
+// without set-id bits, which would make it, for a moment, root's set-id
+// file; giveToCaller puts them back once the entry is the caller's.
+func bornMode(mode uint32) uint32 {
 	if os.Geteuid() != 0 {
-		return
+		return mode
 	}
-	if c, ok := fuse.FromContext(ctx); ok {
-		unix.Fchownat(dirfd, name, int(c.Uid), int(c.Gid), unix.AT_SYMLINK_NOFOLLOW)
-	}
+	return mode &^ (syscall.S_ISUID | syscall.S_ISGID)
 }
 
-// entry stats a new entry and makes its inode.
-func (n *node) entry(ctx context.Context, dirfd int, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+// giveToCaller makes the new entry r the calling user's, as a normal
+// filesystem would, when the daemon runs as root: by descriptor, so it is
+// the entry just made whatever its name holds by now, and with the set-id
+// bits of mode it was made without (bornMode). In a set-group-ID
+// directory its group stays the directory's, which it got when made.
+func giveToCaller(ctx context.Context, r nodeRef, mode uint32) error {
+	c, ok := fuse.FromContext(ctx)
+	if os.Geteuid() != 0 || !ok {
+		return nil
+	}
+	gid := int(c.Gid)
+	var dir unix.Stat_t
+	if err := unix.Fstat(r.dir, &dir); err != nil {
+		return err
+	}
+	if dir.Mode&syscall.S_ISGID != 0 {
+		gid = -1
+	}
+	if err := r.chown(int(c.Uid), gid); err != nil {
+		return err
+	}
+	if mode&syscall.S_IFMT != syscall.S_IFDIR && mode&(syscall.S_ISUID|syscall.S_ISGID) != 0 {
+		return r.chmod(mode & 0o7777)
+	}
+	return nil
+}
+
+// entryFd stats the entry open at fd (any kind of descriptor) and makes
+// its inode.
+func (n *node) entryFd(ctx context.Context, fd int, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, toErrno(err)
 	}
 	fillAttr(&out.Attr, &st)
-	return n.newChild(ctx, &st, generation(dirfd, name)), 0
+	return n.newChild(ctx, &st, generation(fd, "")), 0
 }
 
 var _ = (fs.NodeCreater)((*node)(nil))
@@ -49,20 +75,12 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	defer done()
 	unlock := n.fsys.store.Locks().Lock(key)
 	defer unlock()
-	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
-	n.noteSelfChild(name)
-	// An existing file (no O_EXCL) is truncated below, once markDirty has
-	// kept its bytes: not by the open, which then changes nothing.
-	trunc := flags&syscall.O_TRUNC != 0
-	absent := absentAt(fd, name)
-	ffd, err := unix.Openat(fd, name, int(flags&^syscall.O_TRUNC)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-	if err != nil {
-		return nil, nil, 0, toErrno(err)
+	ffd, errno := n.createFile(ctx, fd, name, flags, mode)
+	if errno != 0 {
+		return nil, nil, 0, errno
 	}
-	if absent {
-		n.fsys.store.Created(key)
-	}
-	chownToCaller(ctx, fd, name)
+	n.fsys.logErr("give a new file to its creator", key, giveToCaller(ctx, nodeRef{ffd, fd, name}, mode))
+	n.fsys.store.Created(key)
 	var st unix.Stat_t
 	if err := unix.Fstat(ffd, &st); err != nil {
 		unix.Close(ffd)
@@ -71,19 +89,37 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	fillAttr(&out.Attr, &st)
 	child := n.newChild(ctx, &st, generation(ffd, ""))
 	h := newHandle(child.Operations().(*node), ffd)
-	h.markDirty(ctx, key, false) // a new (or truncated) file owes a version
-	if trunc && st.Size > 0 {
-		// Through a descriptor of its own: the caller's may be read-only.
-		err := truncateAt(fd, name)
-		if err != nil {
-			h.abandon(key, writer(ctx))
-			return nil, nil, 0, toErrno(err)
-		}
-		if err := unix.Fstat(ffd, &st); err == nil {
-			fillAttr(&out.Attr, &st)
-		}
-	}
+	h.markDirty(ctx, key, false) // a new file owes a version
 	return child, h, 0, 0
+}
+
+// createFile creates dirfd/name, which must not exist, and opens it with
+// the CREATE request's flags, for the caller.
+//
+// The kernel sends CREATE only for a name it believes absent: a negative
+// entry it trusts, or a lookup that found nothing. A file there now means
+// its view is stale (the file was made straight in the backing directory
+// while the watcher ignored the name, within 100 ms of a change through
+// the mount, or its events overflowed). Opening that file would bypass
+// every permission check, as root, and handing it to the caller would give
+// them someone else's file. So the create is exclusive, and an existing
+// file is answered EEXIST if the caller asked for O_EXCL, else ESTALE: the
+// VFS then retries the whole open once with LOOKUP_REVAL, FUSE drops the
+// negative entry and looks the name up, and the open of the file it finds
+// is checked against that file's own mode and owner (default_permissions).
+func (n *node) createFile(ctx context.Context, dirfd int, name string, flags, mode uint32) (int, syscall.Errno) {
+	n.noteSelfChild(name)
+	// The kernel supplies O_APPEND offsets itself; a new file has nothing
+	// to truncate.
+	open := flags&^(syscall.O_APPEND|syscall.O_TRUNC|fuse.FMODE_EXEC) | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Openat(dirfd, name, int(open), bornMode(mode))
+	switch {
+	case errors.Is(err, unix.EEXIST) && flags&syscall.O_EXCL == 0:
+		return -1, syscall.ESTALE
+	case err != nil:
+		return -1, toErrno(err)
+	}
+	return fd, 0
 }
 
 var _ = (fs.NodeMkdirer)((*node)(nil))
@@ -95,11 +131,11 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	}
 	defer done()
 	n.noteSelfChild(name)
+	since := coarseNow()
 	if err := unix.Mkdirat(fd, name, mode); err != nil {
 		return nil, toErrno(err)
 	}
-	chownToCaller(ctx, fd, name)
-	return n.entry(ctx, fd, name, out)
+	return n.made(ctx, fd, name, syscall.S_IFDIR, since, mode, out)
 }
 
 var _ = (fs.NodeMknoder)((*node)(nil))
@@ -118,17 +154,17 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 	defer unlock()
 	n.noteSelfChild(name)
 	absent := absentAt(fd, name) // else mknod fails: nothing to keep
-	if err := mknodat(fd, name, mode, int(rdev)); err != nil {
+	since := coarseNow()
+	if err := mknodat(fd, name, bornMode(mode), int(rdev)); err != nil {
 		return nil, toErrno(err)
 	}
-	chownToCaller(ctx, fd, name)
 	if mode&syscall.S_IFMT == syscall.S_IFREG {
 		if absent {
 			n.fsys.store.Created(key)
 		}
 		n.fsys.refresh(nil, key, writer(ctx))
 	}
-	return n.entry(ctx, fd, name, out)
+	return n.made(ctx, fd, name, mode&syscall.S_IFMT, since, mode, out)
 }
 
 var _ = (fs.NodeSymlinker)((*node)(nil))
@@ -140,11 +176,45 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	}
 	defer done()
 	n.noteSelfChild(name)
+	since := coarseNow()
 	if err := unix.Symlinkat(target, fd, name); err != nil {
 		return nil, toErrno(err)
 	}
-	chownToCaller(ctx, fd, name)
-	return n.entry(ctx, fd, name, out)
+	return n.made(ctx, fd, name, syscall.S_IFLNK, since, 0, out)
+}
+
+// made gives dirfd/name, an entry of type typ the daemon has just made (at
+// since or later), to the caller, and makes its inode. See ownNew.
+func (n *node) made(ctx context.Context, dirfd int, name string, typ uint32, since unix.Timespec, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if n.fsys.afterMake != nil {
+		n.fsys.afterMake(dirfd, name)
+	}
+	fd, err := openNode(dirfd, name)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	defer unix.Close(fd)
+	if errno := n.ownNew(ctx, nodeRef{fd, dirfd, name}, typ, since, mode); errno != 0 {
+		return nil, errno
+	}
+	return n.entryFd(ctx, fd, out)
+}
+
+// ownNew gives the new entry r to the caller (giveToCaller), only if r is
+// the entry the daemon made: a process writing straight into the backing
+// directory could have put another one at its name meanwhile, even root's.
+// That one is left alone and the answer is ESTALE; the kernel's retry then
+// finds the name taken (EEXIST).
+func (n *node) ownNew(ctx context.Context, r nodeRef, typ uint32, since unix.Timespec, mode uint32) syscall.Errno {
+	if os.Geteuid() != 0 {
+		return 0
+	}
+	if !bornSince(r.fd, typ, since) {
+		return syscall.ESTALE
+	}
+	key, _ := n.childKey(r.name)
+	n.fsys.logErr("give a new entry to its creator", key, giveToCaller(ctx, r, typ|mode&0o7777))
+	return 0
 }
 
 var _ = (fs.NodeLinker)((*node)(nil))
@@ -158,7 +228,9 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	sfd, sname, sdone, errno := src.at()
+	// The inode linked is the one the kernel checked the caller against
+	// (protected_hardlinks), whatever the source's name holds now.
+	r, sdone, errno := src.ref()
 	if errno != 0 {
 		return nil, errno
 	}
@@ -173,14 +245,14 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	n.noteSelfChild(name)
 	src.noteSelf()               // its link count changes
 	absent := absentAt(fd, name) // else link fails: nothing to keep
-	if err := unix.Linkat(sfd, sname, fd, name, 0); err != nil {
+	if err := r.link(fd, name); err != nil {
 		return nil, toErrno(err)
 	}
 	if absent {
 		n.fsys.store.Created(key)
 	}
 	n.fsys.refresh(nil, key, writer(ctx))
-	return n.entry(ctx, fd, name, out)
+	return n.entryFd(ctx, r.fd, out)
 }
 
 var _ = (fs.NodeUnlinker)((*node)(nil))
@@ -197,6 +269,10 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	defer done()
 	unlock := n.fsys.store.Locks().Lock(key)
 	defer unlock()
+	// The kernel checked the sticky bit against its child's owner.
+	if errno := n.childIs(fd, name); errno != 0 {
+		return errno
+	}
 	n.noteSelfChild(name)
 	n.fsys.store.Preserve(key) // what rm removes stays restorable
 	if err := unix.Unlinkat(fd, name, 0); err != nil {
@@ -214,250 +290,11 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 		return errno
 	}
 	defer done()
+	if errno := n.childIs(fd, name); errno != 0 {
+		return errno
+	}
 	n.noteSelfChild(name)
 	return toErrno(unix.Unlinkat(fd, name, unix.AT_REMOVEDIR))
-}
-
-var _ = (fs.NodeRenamer)((*node)(nil))
-
-// Rename moves an entry in the backing tree and the index with it: a file's
-// old path records a deletion and its new path the version it now holds
-// (the replaced file's history continues there); a directory's entries move
-// with their history, without rehashing.
-func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	np, ok := newParent.(*node)
-	if !ok {
-		return syscall.EXDEV
-	}
-	oldKey, ok1 := n.childKey(name)
-	newKey, ok2 := np.childKey(newName)
-	if !ok1 || !ok2 {
-		return syscall.ENOENT
-	}
-	fd, done, errno := n.dirFd()
-	if errno != 0 {
-		return errno
-	}
-	defer done()
-	nfd, ndone, errno := np.dirFd()
-	if errno != 0 {
-		return errno
-	}
-	defer ndone()
-	// Directories move under the moves lock (before any file's lock, as an
-	// open takes them): no open for writing below marks its file meanwhile.
-	var st, nst unix.Stat_t
-	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return toErrno(err)
-	}
-	targetExists := unix.Fstatat(nfd, newName, &nst, unix.AT_SYMLINK_NOFOLLOW) == nil
-	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR || targetExists && nst.Mode&syscall.S_IFMT == syscall.S_IFDIR {
-		n.fsys.moves.Lock()
-		defer n.fsys.moves.Unlock()
-	}
-	unlock := n.fsys.store.Locks().Lock2(oldKey, newKey)
-	defer unlock()
-	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return toErrno(err)
-	}
-	targetExists = unix.Fstatat(nfd, newName, &nst, unix.AT_SYMLINK_NOFOLLOW) == nil
-	mv := move{
-		oldKey: oldKey, newKey: newKey,
-		dir:       st.Mode&syscall.S_IFMT == syscall.S_IFDIR,
-		targetDir: targetExists && nst.Mode&syscall.S_IFMT == syscall.S_IFDIR,
-		exchange:  flags&renameExchange != 0,
-		moving:    childNode(n, name),
-		displaced: childNode(np, newName),
-	}
-	n.noteSelfChild(name)
-	np.noteSelfChild(newName)
-	// Both paths' bytes stay restorable: the file moved away and the one
-	// replaced.
-	if !mv.dir {
-		n.fsys.store.Preserve(oldKey)
-	}
-	created := false
-	if !mv.targetDir {
-		created = n.fsys.store.Preserve(newKey) && st.Mode&syscall.S_IFMT == syscall.S_IFREG
-	}
-	if err := renameat2(fd, name, nfd, newName, flags); err != nil {
-		return toErrno(err)
-	}
-	if created {
-		n.fsys.store.Created(newKey)
-	}
-	// go-fuse moves the nodes in its tree only after this returns; until
-	// then their keys must already be the new ones, or a writer's commit
-	// in that window lands on the old path.
-	if mv.moving != nil {
-		mv.moving.moved(np.EmbeddedInode(), newName)
-	}
-	if mv.exchange && mv.displaced != nil {
-		mv.displaced.moved(n.EmbeddedInode(), name)
-	}
-	n.fsys.renamed(ctx, mv)
-	return 0
-}
-
-// move is a rename, as the index must follow it.
-type move struct {
-	oldKey, newKey    string
-	dir, targetDir    bool // what was at each path before
-	exchange          bool
-	moving, displaced *node // the nodes at the old and new path before, if known
-}
-
-func childNode(parent *node, name string) *node {
-	if c := parent.EmbeddedInode().GetChild(name); c != nil {
-		n, _ := c.Operations().(*node)
-		return n
-	}
-	return nil
-}
-
-// renamed updates the index after a rename. Callers hold both keys' locks.
-func (f *FS) renamed(ctx context.Context, mv move) {
-	w := f.actors.attribute(writer(ctx))
-	switch {
-	case mv.exchange && (mv.dir || mv.targetDir):
-		f.logErr("move index", mv.oldKey, f.store.ExchangeTree(mv.oldKey, mv.newKey, w))
-	case mv.dir:
-		f.logErr("move index", mv.oldKey, f.store.MoveTree(mv.oldKey, mv.newKey, w))
-		f.watch.moved(mv.oldKey, mv.newKey)
-	default:
-		// Each path records what it holds now, unless a process is still
-		// writing that file: then it stays dirty, and the writer's commit
-		// records it.
-		f.settle(mv.newKey, mv.moving, w)
-		if mv.exchange {
-			f.settle(mv.oldKey, mv.displaced, w)
-		} else {
-			f.settle(mv.oldKey, nil, w) // gone
-		}
-	}
-}
-
-// settle records the version of key, which now holds n's file (nil: no
-// file), or marks it dirty while n has writers: the last one's release
-// commits it there. Callers hold key's lock.
-func (f *FS) settle(key string, n *node, w versionstore.Writer) {
-	if n != nil && f.dirty.owe(n) {
-		f.logErr("mark dirty", key, f.store.MarkDirty(key))
-		return
-	}
-	f.refresh(nil, key, w)
-}
-
-var _ = (fs.NodeSetattrer)((*node)(nil))
-
-func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if h, ok := f.(*handle); ok {
-		errno := h.Setattr(ctx, in, out)
-		if errno == 0 {
-			// Fresh attributes, as trustworthy as a GETATTR's.
-			out.SetTimeout(n.fsys.timeout)
-		}
-		return errno
-	}
-	fd, name, done, errno := n.at()
-	if errno != 0 {
-		return errno
-	}
-	defer done()
-	n.noteSelf()
-	if errno := n.setattrAt(ctx, fd, name, in); errno != 0 {
-		return errno
-	}
-	var st unix.Stat_t
-	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return toErrno(err)
-	}
-	fillAttr(&out.Attr, &st)
-	out.SetTimeout(n.fsys.timeout)
-	return 0
-}
-
-// setattrAt applies a SETATTR that came without an open file.
-func (n *node) setattrAt(ctx context.Context, fd int, name string, in *fuse.SetAttrIn) syscall.Errno {
-	if m, ok := in.GetMode(); ok {
-		if err := unix.Fchmodat(fd, name, m, 0); err != nil {
-			return toErrno(err)
-		}
-	}
-	uid, uok := in.GetUID()
-	gid, gok := in.GetGID()
-	if uok || gok {
-		u, g := -1, -1
-		if uok {
-			u = int(uid)
-		}
-		if gok {
-			g = int(gid)
-		}
-		if err := unix.Fchownat(fd, name, u, g, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return toErrno(err)
-		}
-	}
-	if size, ok := in.GetSize(); ok {
-		if errno := n.truncateAt(ctx, fd, name, int64(size)); errno != 0 {
-			return errno
-		}
-	}
-	mtime, mok := in.GetMTime()
-	atime, aok := in.GetATime()
-	if mok || aok {
-		ts := []unix.Timespec{{Nsec: utimeOmit}, {Nsec: utimeOmit}}
-		if aok {
-			ts[0] = unix.NsecToTimespec(atime.UnixNano())
-		}
-		if mok {
-			ts[1] = unix.NsecToTimespec(mtime.UnixNano())
-		}
-		if err := unix.UtimesNanoAt(fd, name, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return toErrno(err)
-		}
-	}
-	return 0
-}
-
-// truncateAt truncates a file by name (truncate(1), or O_TRUNC without an
-// open file) and records its new version.
-func (n *node) truncateAt(ctx context.Context, fd int, name string, size int64) syscall.Errno {
-	key, ok := n.key()
-	if !ok {
-		return syscall.ENOENT
-	}
-	unlock := n.fsys.store.Locks().Lock(key)
-	defer unlock()
-	n.fsys.store.Preserve(key)
-	ffd, err := unix.Openat(fd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return toErrno(err)
-	}
-	if errno := n.sameInode(ffd); errno != 0 {
-		unix.Close(ffd)
-		return errno
-	}
-	err = unix.Ftruncate(ffd, size)
-	unix.Close(ffd)
-	if err != nil {
-		return toErrno(err)
-	}
-	n.fsys.refresh(n, key, writer(ctx))
-	return 0
-}
-
-// truncateAt empties dirfd/name.
-func truncateAt(dirfd int, name string) error {
-	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	err = unix.Ftruncate(fd, 0)
-	if cerr := unix.Close(fd); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // absentAt reports whether dirfd holds nothing called name.

@@ -1,6 +1,12 @@
 package fusefs
 
-import "golang.org/x/sys/unix"
+import (
+	"bytes"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
 
 // oPath opens a directory only to name it in *at calls.
 const oPath = unix.O_PATH
@@ -20,8 +26,9 @@ func procPath(dirfd int, name string) string {
 }
 
 const (
-	renameExchange = unix.RENAME_EXCHANGE
-	utimeOmit      = unix.UTIME_OMIT
+	renameNoreplace = unix.RENAME_NOREPLACE
+	renameExchange  = unix.RENAME_EXCHANGE
+	utimeOmit       = unix.UTIME_OMIT
 )
 
 func mknodat(dirfd int, name string, mode uint32, dev int) error {
@@ -35,17 +42,146 @@ func detach(mnt string) error { return unix.Unmount(mnt, unix.MNT_DETACH) }
 // ""): with the inode number it tells apart files that reuse a number, as
 // ext4 does at once after a tool publish frees the replaced file's.
 func generation(dirfd int, name string) uint64 {
+	_, gen, err := identity(dirfd, name)
+	if err != nil {
+		return 1
+	}
+	return gen
+}
+
+// identity is the inode number and generation of dirfd/name (of dirfd
+// itself when name is ""), as a node's StableAttr holds them. One statx.
+func identity(dirfd int, name string) (ino, gen uint64, err error) {
 	var stx unix.Statx_t
 	flags := unix.AT_SYMLINK_NOFOLLOW
 	if name == "" {
 		flags |= unix.AT_EMPTY_PATH
 	}
-	if unix.Statx(dirfd, name, flags, unix.STATX_BTIME, &stx) != nil || stx.Mask&unix.STATX_BTIME == 0 {
-		return 1
+	if err := unix.Statx(dirfd, name, flags, unix.STATX_INO|unix.STATX_BTIME, &stx); err != nil {
+		return 0, 0, err
 	}
-	return uint64(stx.Btime.Sec)*1e9 + uint64(stx.Btime.Nsec)
+	if stx.Mask&unix.STATX_BTIME == 0 {
+		return stx.Ino, 1, nil
+	}
+	return stx.Ino, uint64(stx.Btime.Sec)*1e9 + uint64(stx.Btime.Nsec), nil
+}
+
+// coarseNow is the clock the kernel stamps new inodes with (their birth
+// time is never earlier than it was before they were made).
+func coarseNow() unix.Timespec {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts)
+	return ts
+}
+
+// bornSince reports whether the entry open at fd is of type typ, root's,
+// and, where the filesystem keeps birth times, born at since or later: an
+// entry the daemon has just made, not one moved into its name.
+func bornSince(fd int, typ uint32, since unix.Timespec) bool {
+	var stx unix.Statx_t
+	flags := unix.AT_EMPTY_PATH | unix.AT_SYMLINK_NOFOLLOW
+	if unix.Statx(fd, "", flags, unix.STATX_TYPE|unix.STATX_UID|unix.STATX_BTIME, &stx) != nil {
+		return false
+	}
+	if uint32(stx.Mode)&unix.S_IFMT != typ || stx.Uid != 0 {
+		return false
+	}
+	b := stx.Btime
+	return stx.Mask&unix.STATX_BTIME == 0 || b.Sec > since.Sec || b.Sec == since.Sec && int64(b.Nsec) >= since.Nsec
+}
+
+// openNode opens dirfd/name itself — a symlink, FIFO or device as well —
+// without opening it for reading or writing: a descriptor to check and
+// act on (O_PATH).
+func openNode(dirfd int, name string) (int, error) {
+	return unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+}
+
+// fdPath leads, through /proc, to the very inode open at fd, whatever its
+// names are now: the system calls that take no O_PATH descriptor take it.
+func fdPath(fd int) string { return "/proc/self/fd/" + itoa(fd) }
+
+func (r nodeRef) chmod(mode uint32) error {
+	return unix.Fchmodat(unix.AT_FDCWD, fdPath(r.fd), mode, 0)
+}
+
+func (r nodeRef) chown(uid, gid int) error {
+	return unix.Fchownat(r.fd, "", uid, gid, unix.AT_EMPTY_PATH)
+}
+
+func (r nodeRef) utimes(ts []unix.Timespec) error {
+	return unix.UtimesNanoAt(r.fd, "", ts, unix.AT_EMPTY_PATH)
+}
+
+// reopen opens the inode for reading or writing.
+func (r nodeRef) reopen(flags int) (int, error) {
+	return unix.Open(fdPath(r.fd), flags|unix.O_CLOEXEC, 0)
+}
+
+// link gives the inode the name dirfd/name (AT_SYMLINK_FOLLOW follows the
+// /proc link to the inode, not a symlink the inode may be).
+func (r nodeRef) link(dirfd int, name string) error {
+	return unix.Linkat(unix.AT_FDCWD, fdPath(r.fd), dirfd, name, unix.AT_SYMLINK_FOLLOW)
+}
+
+func (r nodeRef) getxattr(attr string, dest []byte) (int, error) {
+	return unix.Getxattr(fdPath(r.fd), attr, dest)
+}
+
+func (r nodeRef) setxattr(attr string, data []byte, flags int) error {
+	return unix.Setxattr(fdPath(r.fd), attr, data, flags)
+}
+
+func (r nodeRef) removexattr(attr string) error {
+	return unix.Removexattr(fdPath(r.fd), attr)
 }
 
 // zeroMessageOpendir: Linux (since 5.1) opens directories without OPENDIR
 // when the daemon answers it with ENOSYS.
 const zeroMessageOpendir = true
+
+// capSysAdmin reports whether the thread pid (a FUSE request's caller) has
+// CAP_SYS_ADMIN, in the daemon's user namespace: what the kernel asks of a
+// caller to list trusted.* names. It reads the effective set from
+// /proc/PID/status, which is the calling thread's (FUSE sends the thread's
+// id). Not uid 0 alone: a root process may have dropped the capability, and
+// root in a user namespace of its own has it there only. False when it
+// cannot tell (the caller gone meanwhile, or no /proc).
+func capSysAdmin(pid uint32) bool {
+	if pid == 0 {
+		return false
+	}
+	dir := "/proc/" + strconv.FormatUint(uint64(pid), 10)
+	status, err := os.ReadFile(dir + "/status")
+	if err != nil {
+		return false
+	}
+	_, rest, ok := bytes.Cut(status, []byte("\nCapEff:"))
+	if !ok {
+		return false
+	}
+	hex, _, _ := bytes.Cut(bytes.TrimSpace(rest), []byte("\n"))
+	eff, err := strconv.ParseUint(string(bytes.TrimSpace(hex)), 16, 64)
+	if err != nil || eff&(1<<unix.CAP_SYS_ADMIN) == 0 {
+		return false
+	}
+	var theirs, ours unix.Stat_t
+	return unix.Stat(dir+"/ns/user", &theirs) == nil && unix.Stat("/proc/self/ns/user", &ours) == nil &&
+		theirs.Ino == ours.Ino && theirs.Dev == ours.Dev
+}
+
+// The file attribute ioctls (linux/fs.h); struct fsxattr is 28 bytes.
+const (
+	fsIocFsgetxattr = 0x801c581f // _IOR('X', 31, struct fsxattr)
+	fsIocFssetxattr = 0x401c5820 // _IOW('X', 32, struct fsxattr)
+)
+
+// fileattrIoctl reports whether cmd is one of the ioctls the kernel's
+// fileattr layer sends a FUSE daemon, having checked the caller.
+func fileattrIoctl(cmd uint32) bool {
+	switch cmd {
+	case unix.FS_IOC_GETFLAGS, unix.FS_IOC_SETFLAGS, fsIocFsgetxattr, fsIocFssetxattr:
+		return true
+	}
+	return false
+}
