@@ -47,7 +47,15 @@ type Options struct {
 	// Logger receives failures that cannot be returned to a caller
 	// (default slog.Default()).
 	Logger *slog.Logger
+	// DaemonInfo, if set, is the value of the extended attribute
+	// DaemonInfoXattr on the mount's root: what a client reads to find the
+	// daemon serving this mount (its socket), whatever its $HOME or user.
+	// It is answered from memory, never listed, stored or changed.
+	DaemonInfo []byte
 }
+
+// DaemonInfoXattr names the mount root's attribute holding Options.DaemonInfo.
+const DaemonInfoXattr = "user.dshfs.daemon"
 
 // FS is a mounted workspace.
 type FS struct {
@@ -69,6 +77,7 @@ type FS struct {
 	stopped   chan struct{}
 
 	timeout time.Duration // how long the kernel may trust entries and attributes
+	info    []byte        // the root's DaemonInfoXattr
 }
 
 // Mount serves store's workspace at mountpoint. The process umask should be
@@ -85,7 +94,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
-	f := &FS{store: store, rootFd: rootFd, mnt: mnt, log: opts.Logger}
+	f := &FS{store: store, rootFd: rootFd, mnt: mnt, log: opts.Logger, info: opts.DaemonInfo}
 	if f.log == nil {
 		f.log = slog.Default()
 	}

@@ -16,6 +16,9 @@ import (
 var _ = (fs.NodeGetxattrer)((*node)(nil))
 
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if n.isDaemonInfo(attr) {
+		return n.daemonInfo(dest)
+	}
 	var size int
 	errno := n.withProcPath(func(p string) (err error) {
 		size, err = unix.Lgetxattr(p, attr, dest)
@@ -27,6 +30,9 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 var _ = (fs.NodeSetxattrer)((*node)(nil))
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	if n.isDaemonInfo(attr) {
+		return syscall.EPERM
+	}
 	n.noteSelf()
 	return n.withProcPath(func(p string) error { return unix.Lsetxattr(p, attr, data, int(flags)) })
 }
@@ -45,6 +51,9 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 var _ = (fs.NodeRemovexattrer)((*node)(nil))
 
 func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	if n.isDaemonInfo(attr) {
+		return syscall.EPERM
+	}
 	n.noteSelf()
 	return n.withProcPath(func(p string) error { return unix.Lremovexattr(p, attr) })
 }
@@ -56,4 +65,22 @@ func (n *node) withProcPath(op func(string) error) syscall.Errno {
 	}
 	defer done()
 	return toErrno(op(procPath(fd, name)))
+}
+
+// isDaemonInfo reports whether attr on n is the root's virtual DaemonInfoXattr.
+func (n *node) isDaemonInfo(attr string) bool {
+	return attr == DaemonInfoXattr && n == n.fsys.root && n.fsys.info != nil
+}
+
+// daemonInfo answers a getxattr of DaemonInfoXattr as the kernel expects:
+// the size for an empty buffer, ERANGE for a short one.
+func (n *node) daemonInfo(dest []byte) (uint32, syscall.Errno) {
+	info := n.fsys.info
+	switch {
+	case len(dest) == 0:
+		return uint32(len(info)), 0
+	case len(dest) < len(info):
+		return uint32(len(info)), syscall.ERANGE
+	}
+	return uint32(copy(dest, info)), 0
 }
