@@ -11,9 +11,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // Exit codes, documented in --help.
 const (
 	exitOK        = 0
@@ -26,7 +23,7 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:    "dshfs",
 		Usage:   "a versioned workspace filesystem for AI coding agents",
-		Version: version,
+		Version: buildVersion(),
 		Description: "Every file in the workspace has a content-hash version (BLAKE3). The read, write and edit\n" +
 			"tools compare-and-swap against the version an agent last saw, so no agent write lands on a\n" +
 			"version it did not see.\n\n" +
