@@ -57,7 +57,7 @@ func TestMCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	socket, _ := filepath.Glob(filepath.Join(state, "dshfs", "ws-*", "dshfs.sock"))
+	socket, _ := filepath.Glob(filepath.Join(state, "dshfs", "*", "dshfs.sock"))
 	defs, err := unixsocket.NewClient(socket[0]).Tools(ctx)
 	if err != nil {
 		t.Fatal(err)

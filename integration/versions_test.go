@@ -73,7 +73,7 @@ func TestRestorePreexistingAndCorruptObject(t *testing.T) {
 	// Damage the original's object in the index: stop the daemon first (it
 	// holds the index), flip a byte, mount again.
 	run(0, "unmount", mnt)
-	indexes, _ := filepath.Glob(filepath.Join(state, "dshfs", "ws-*", "index.db"))
+	indexes, _ := filepath.Glob(filepath.Join(state, "dshfs", "*", "index.db"))
 	if len(indexes) != 1 {
 		t.Fatalf("index files: %v", indexes)
 	}
