@@ -68,7 +68,7 @@ func runCall(ctx context.Context, o callOptions, tool string, args []byte) error
 		}
 		rec, ok := findMount(where)
 		if !ok {
-			return cli.Exit(fmt.Sprintf("no running dshfs mount holds %s (pass --mount or --socket)", where), exitFailure)
+			return cli.Exit(fmt.Sprintf("no running dshfs mount holds %s (pass --mount or --socket)", where), exitNotFound)
 		}
 		o.Socket = rec.Socket
 		if o.Cwd == "" && o.Mount == "" {
@@ -78,10 +78,10 @@ func runCall(ctx context.Context, o callOptions, tool string, args []byte) error
 	res, err := unixsocket.NewClient(o.Socket).Call(ctx, tool, unixsocket.ToolRequest{Actor: o.Actor, Cwd: o.Cwd, Arguments: json.RawMessage(args)})
 	var apiErr *unixsocket.APIError
 	if errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound {
-		return cli.Exit(apiErr.Message, exitUsage)
+		return cli.Exit(apiErr.Message+"; dshfs tools lists the tools", exitUsage)
 	}
 	if err != nil {
-		return cli.Exit(err.Error(), exitFailure)
+		return daemonError(err)
 	}
 	return printResult(res.Text, res.IsError, res, o.JSON)
 }

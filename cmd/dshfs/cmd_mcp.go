@@ -48,7 +48,7 @@ func runMCP(ctx context.Context, socket, mount, actor string) error {
 		}
 		rec, ok := findMount(where)
 		if !ok {
-			return cli.Exit(fmt.Sprintf("no running dshfs mount holds %s (pass --mount or --socket)", where), exitFailure)
+			return cli.Exit(fmt.Sprintf("no running dshfs mount holds %s (pass --mount or --socket)", where), exitNotFound)
 		}
 		socket = rec.Socket
 		if mount == "" {
@@ -63,7 +63,7 @@ func runMCP(ctx context.Context, socket, mount, actor string) error {
 	client := unixsocket.NewClient(socket)
 	defs, err := client.Tools(ctx)
 	if err != nil {
-		return cli.Exit(err.Error(), exitFailure)
+		return daemonError(err)
 	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "dshfs", Version: version}, nil)
 	for _, d := range defs {

@@ -49,7 +49,7 @@ func runStatus(ctx context.Context, mountpoint string, asJSON bool) error {
 		abs := absDir(mountpoint)
 		rec, ok := findMount(abs)
 		if !ok {
-			return cli.Exit(fmt.Sprintf("no running dshfs mount at %s", mountpoint), exitFailure)
+			return cli.Exit(fmt.Sprintf("no running dshfs mount at %s", mountpoint), exitNotFound)
 		}
 		recs = []mountRecord{rec}
 	}

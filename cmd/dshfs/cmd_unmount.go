@@ -23,7 +23,7 @@ func unmountCommand() *cli.Command {
 			abs := absDir(c.Args().First())
 			rec, ok := findMount(abs)
 			if !ok || rec.MountPoint != abs {
-				return cli.Exit(fmt.Sprintf("no running dshfs mount at %s", abs), exitFailure)
+				return cli.Exit(fmt.Sprintf("no running dshfs mount at %s", abs), exitNotFound)
 			}
 			p, err := os.FindProcess(rec.Pid)
 			if err == nil {
