@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/dshfs/dshfs/toolapi"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
@@ -25,8 +24,8 @@ func mcpCommand() *cli.Command {
 			"Claude Code: claude mcp add dshfs -- dshfs mcp --mount /mnt/ws",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Usage: "the daemon's socket", Destination: &socket},
-			&cli.StringFlag{Name: "mount", Usage: "the mount point (default: the mount holding the current directory)", Destination: &mount},
-			&cli.StringFlag{Name: "actor", Usage: "actor name for this session (default: a fresh one)", Destination: &actor},
+			&cli.StringFlag{Name: "mount", Usage: "the mount point", DefaultText: "the mount holding the current directory, else the only one", Destination: &mount},
+			&cli.StringFlag{Name: "actor", Usage: "actor name for this session", DefaultText: "a fresh one", Destination: &actor},
 		},
 		Action: func(c *cli.Context) error {
 			return runMCP(c.Context, socket, mount, actor)
@@ -38,22 +37,9 @@ func runMCP(ctx context.Context, socket, mount, actor string) error {
 	if err := toolapi.CheckActor(actor); err != nil {
 		return cli.Exit("--actor: "+err.Error(), exitUsage)
 	}
-	wd, _ := os.Getwd()
-	wd = absDir(wd)
-	cwd := ""
-	if socket == "" {
-		where := wd
-		if mount != "" {
-			where = absDir(mount)
-		}
-		rec, ok := findMount(where)
-		if !ok {
-			return cli.Exit(fmt.Sprintf("no running dshfs mount holds %s (pass --mount or --socket)", where), exitNotFound)
-		}
-		socket = rec.Socket
-		if mount == "" {
-			cwd = wd
-		}
+	socket, cwd, err := toolTarget(socket, mount, "")
+	if err != nil {
+		return err
 	}
 	if actor == "" {
 		var b [6]byte

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -120,6 +121,9 @@ func runMount(o mountOptions, ready *readyPipe) error {
 			return err
 		}
 	}
+	if o.StateDir, err = filepath.Abs(o.StateDir); err != nil { // clients anywhere read it from the record
+		return err
+	}
 	// The kernel applies the caller's umask before a create reaches the
 	// daemon; the daemon must not apply its own again. New files written by
 	// the tools still get the umask dshfs was started with.
@@ -149,7 +153,8 @@ func runMount(o mountOptions, ready *readyPipe) error {
 		return err
 	}
 	defer store.Close()
-	fsys, err = fusefs.Mount(mnt, store, fusefs.Options{AllowOther: o.AllowOther, CacheTimeout: o.CacheTimeout, Debug: o.Debug, Logger: log})
+	fsys, err = fusefs.Mount(mnt, store, fusefs.Options{AllowOther: o.AllowOther, CacheTimeout: o.CacheTimeout, Debug: o.Debug, Logger: log,
+		DaemonInfo: daemonInfo(o, backing, mnt)})
 	if err != nil {
 		return err
 	}
@@ -225,4 +230,11 @@ func notMounted(mnt string) error {
 		return fmt.Errorf("mount point %s is already a mount point (a FUSE filesystem); unmount it first", mnt)
 	}
 	return nil
+}
+
+// daemonInfo is the record the mount's root answers (see registry.go).
+func daemonInfo(o mountOptions, backing, mnt string) []byte {
+	b, _ := json.Marshal(mountRecord{MountPoint: mnt, Backing: backing, Socket: socketPath(o.StateDir), StateDir: o.StateDir,
+		Pid: os.Getpid(), UID: os.Geteuid(), Version: buildVersion()})
+	return b
 }

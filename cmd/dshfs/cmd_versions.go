@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,21 +22,17 @@ import (
 // the daemon of the mount holding the path (or the current directory, or
 // --mount).
 
-var mountFlag = &cli.StringFlag{Name: "mount", Usage: "the mount point (default: the mount holding the path or the current directory)"}
+var mountFlag = &cli.StringFlag{Name: "mount", Usage: "the mount point", DefaultText: "the mount holding the path or the current directory, else the only one"}
 
-// clientFor finds the daemon of the mount holding where, or of --mount.
-func clientFor(c *cli.Context, where string) (*unixsocket.Client, error) {
-	abs := where // a file's path, from absPath: its last element unresolved
-	switch m := c.String("mount"); {
-	case m != "":
-		where, abs = m, absDir(m)
-	case where == "":
-		where, _ = os.Getwd()
-		abs = absDir(where)
+// clientFor finds the daemon of the mount holding path, of --mount, or (with
+// neither) of the mount holding the working directory or the only one.
+func clientFor(c *cli.Context, path string) (*unixsocket.Client, error) {
+	if m := c.String("mount"); m != "" {
+		path = absDir(m)
 	}
-	rec, ok := findMount(abs)
-	if !ok {
-		return nil, cli.Exit(fmt.Sprintf("no running dshfs mount holds %s (pass --mount)", where), exitNotFound)
+	rec, err := locate(path)
+	if err != nil {
+		return nil, err
 	}
 	return unixsocket.NewClient(rec.Socket), nil
 }
@@ -365,12 +360,6 @@ func gcCommand() *cli.Command {
 			return nil
 		},
 	}
-}
-
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func humanBytes(n int64) string {

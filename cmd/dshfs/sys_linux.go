@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -9,7 +12,32 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func detachMount(mnt string) error { return unix.Unmount(mnt, unix.MNT_DETACH) }
+// detachMount detaches a mount lazily: directly as root, through
+// fusermount3 as the user who mounted it.
+func detachMount(mnt string) error {
+	err := unix.Unmount(mnt, unix.MNT_DETACH)
+	if !errors.Is(err, unix.EPERM) {
+		return err
+	}
+	bin, lerr := fusermount()
+	if lerr != nil {
+		return err
+	}
+	if out, err := exec.Command(bin, "-u", "-z", mnt).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s -u -z: %s", bin, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// fusermount is the setuid helper go-fuse mounts with as a normal user.
+func fusermount() (string, error) {
+	for _, name := range []string{"fusermount3", "/bin/fusermount3", "fusermount", "/bin/fusermount"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("no fusermount3")
+}
 
 func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
