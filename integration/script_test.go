@@ -3,9 +3,11 @@ package integration
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,15 +23,21 @@ import (
 // even if the script fails. Besides testscript's own commands, scripts have:
 //
 //	exits N PROG [ARGS...]  run PROG; fail unless it exits with status N
+//	devfuse MODE            chmod /dev/fuse (restored when the script ends)
+//	[fusermount]            a setuid fusermount3 is installed (in CI: must be)
+//	[user_allow_other]      /etc/fuse.conf lets users mount with allow_other
 //
 // $HOME is $WORK/home.
 func TestScripts(t *testing.T) {
 	testfuse.Require(t)
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script",
+		Dir:         "testdata/script",
+		WorkdirRoot: traversableTempDir(t),
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"exits": exitsCmd,
+			"exits":   exitsCmd,
+			"devfuse": devfuseCmd,
 		},
+		Condition: scriptCondition,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", filepath.Dir(dshfsBin)+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, ".state"))
@@ -46,6 +54,19 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// traversableTempDir is a temporary directory that other users can pass
+// through (mode 0711, and so is its parent), so that a script can give an
+// unprivileged user a directory of its own inside $WORK.
+func traversableTempDir(t *testing.T) string {
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // detachUnder detaches every FUSE mount below dir, whoever mounted it.
@@ -84,4 +105,45 @@ func exitsCmd(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
 	}
+}
+
+func devfuseCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: devfuse MODE")
+	}
+	mode, err := strconv.ParseUint(args[0], 8, 32)
+	ts.Check(err)
+	fi, err := os.Stat("/dev/fuse")
+	ts.Check(err)
+	if ts.Getenv("DEVFUSE_MODE") == "" { // the first change: restore this mode at the end
+		orig := fi.Mode().Perm()
+		ts.Setenv("DEVFUSE_MODE", fmt.Sprintf("%o", orig))
+		ts.Defer(func() { os.Chmod("/dev/fuse", orig) })
+	}
+	ts.Check(os.Chmod("/dev/fuse", os.FileMode(mode)))
+}
+
+// scriptCondition answers [fusermount]: a normal user mounts through a
+// setuid fusermount3 (Debian's fuse3, which .ci/run installs). In CI its
+// absence fails the script instead of skipping it.
+func scriptCondition(cond string) (bool, error) {
+	switch cond {
+	case "user_allow_other":
+		b, _ := os.ReadFile("/etc/fuse.conf")
+		return regexp.MustCompile(`(?m)^\s*user_allow_other\s*$`).Match(b), nil
+	case "fusermount":
+	default:
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	p, err := exec.LookPath("fusermount3")
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(p); err == nil && fi.Mode()&os.ModeSetuid == 0 {
+			err = fmt.Errorf("%s is not setuid", p)
+		}
+	}
+	if err != nil && os.Getenv("CI") == "true" {
+		return false, fmt.Errorf("a normal user's mount needs a setuid fusermount3 (apt-get install fuse3): %w", err)
+	}
+	return err == nil, nil
 }

@@ -161,10 +161,11 @@ func runMount(o mountOptions, ready *readyPipe) error {
 		return err
 	}
 	defer store.Close()
+	logged := logSize(o.StateDir)
 	fsys, err = fusefs.Mount(mnt, store, fusefs.Options{AllowOther: o.AllowOther, CacheTimeout: o.CacheTimeout, Debug: o.Debug, Logger: log,
 		DaemonInfo: daemonInfo(o, backing, mnt)})
 	if err != nil {
-		return err
+		return explainMountFailure(err, fusermountSaid(o.StateDir, logged), o.AllowOther)
 	}
 	socket, stopServing, err := serveSocket(store, o, backing, mnt, log)
 	if err != nil {
@@ -303,4 +304,47 @@ func daemonInfo(o mountOptions, backing, mnt string) []byte {
 	b, _ := json.Marshal(mountRecord{MountPoint: mnt, Backing: backing, Socket: socketPath(o.StateDir), StateDir: o.StateDir,
 		Pid: os.Getpid(), UID: os.Geteuid(), Version: buildVersion()})
 	return b
+}
+
+// logSize is how much the daemon's log holds now (-1 if it has none):
+// fusermount3 writes why it failed there, on the daemon's standard error.
+func logSize(stateDir string) int64 {
+	fi, err := os.Stat(filepath.Join(stateDir, logFileName))
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
+}
+
+// fusermountSaid returns what fusermount3 wrote to the log since offset.
+func fusermountSaid(stateDir string, offset int64) []string {
+	if offset < 0 {
+		return nil
+	}
+	f, err := os.Open(filepath.Join(stateDir, logFileName))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.NewSectionReader(f, offset, 64<<10))
+	var said []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "fusermount") && !strings.HasPrefix(line, "time=") {
+			said = append(said, strings.TrimSpace(line))
+		}
+	}
+	return said
+}
+
+// explainMountFailure says why the mount failed in fusermount3's own words
+// when it spoke, and how to fix what this machine lacks.
+func explainMountFailure(err error, said []string, allowOther bool) error {
+	msg := strings.TrimSpace(err.Error())
+	if len(said) > 0 {
+		msg = "mount failed: " + strings.Join(said, "; ")
+	}
+	if hint := fuseHint(allowOther); hint != "" {
+		msg += "; " + hint
+	}
+	return errors.New(msg)
 }

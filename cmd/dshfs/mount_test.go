@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,19 @@ func TestPrepareMountpoint(t *testing.T) {
 	}
 	if _, err := os.Stat(inner); err == nil {
 		t.Fatal("a refused mount point was made")
+	}
+}
+
+// fusermount3's own words, then the fix this machine needs.
+func TestExplainMountFailure(t *testing.T) {
+	goFuse := errors.New("mount: fusermount exited with code 256\n")
+	said := []string{"/usr/bin/fusermount3: failed to open /dev/fuse: Permission denied"}
+	err := explainMountFailure(goFuse, said, false)
+	if !strings.HasPrefix(err.Error(), "mount failed: /usr/bin/fusermount3: failed to open /dev/fuse: Permission denied") {
+		t.Fatalf("explained as %q", err)
+	}
+	if err := explainMountFailure(goFuse, nil, false); !strings.HasPrefix(err.Error(), "mount: fusermount exited with code 256") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("with nothing said: %q", err)
 	}
 }
 

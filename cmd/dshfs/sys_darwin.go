@@ -44,6 +44,14 @@ func cString(b []byte) string {
 	return string(b)
 }
 
+// fuseHint: macOS mounts through macFUSE, which says itself what it lacks.
+func fuseHint(allowOther bool) string {
+	if _, err := os.Stat("/Library/Filesystems/macfuse.fs"); err != nil {
+		return "dshfs needs macFUSE (https://osxfuse.github.io)"
+	}
+	return ""
+}
+
 // isFuse reports whether st describes a FUSE filesystem (macFUSE).
 func isFuse(st *syscall.Statfs_t) bool {
 	var name []byte
