@@ -27,9 +27,16 @@ import (
 //	[fusermount]            a setuid fusermount3 is installed (in CI: must be)
 //	[user_allow_other]      /etc/fuse.conf lets users mount with allow_other
 //
-// $HOME is $WORK/home.
+// $REPO is the checkout (for make), $HOME is $WORK/home, and
+// $WORK/quickstart.sh holds the README's quick start, as written.
 func TestScripts(t *testing.T) {
 	testfuse.Require(t)
+	quickstart, err := readmeQuickstart("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := filepath.Abs("..")
+	goEnv := goEnvVars(t)
 	testscript.Run(t, testscript.Params{
 		Dir:         "testdata/script",
 		WorkdirRoot: traversableTempDir(t),
@@ -42,6 +49,8 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PATH", filepath.Dir(dshfsBin)+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, ".state"))
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
+			env.Setenv("REPO", repo)
+			env.Vars = append(env.Vars, goEnv...)
 			mnts := []string{filepath.Join(env.WorkDir, "mnt"), filepath.Join(env.WorkDir, "mnt2")}
 			env.Setenv("MNT", mnts[0])
 			env.Setenv("MNT2", mnts[1])
@@ -51,9 +60,40 @@ func TestScripts(t *testing.T) {
 					return err
 				}
 			}
-			return nil
+			return os.WriteFile(filepath.Join(env.WorkDir, "quickstart.sh"), []byte(quickstart), 0o755)
 		},
 	})
+}
+
+// readmeQuickstart is the shell block that follows the quick start marker
+// in the README: the test runs exactly what a new user reads.
+func readmeQuickstart(readme string) (string, error) {
+	b, err := os.ReadFile(readme)
+	if err != nil {
+		return "", err
+	}
+	const marker = "<!-- quickstart: run as written by integration/testdata/script/quickstart.txtar -->"
+	_, rest, ok := strings.Cut(string(b), marker+"\n```sh\n")
+	block, _, closed := strings.Cut(rest, "\n```\n")
+	if !ok || !closed {
+		return "", fmt.Errorf("%s has no sh block after %q", readme, marker)
+	}
+	return block + "\n", nil
+}
+
+// goEnvVars passes the go command's caches and settings to scripts that
+// build (make install), whose $HOME is not the test's.
+func goEnvVars(t *testing.T) []string {
+	names := []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS", "GOTOOLCHAIN", "GOPROXY", "GOENV"}
+	out, err := exec.Command("go", append([]string{"env"}, names...)...).Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	var vars []string
+	for i, v := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		vars = append(vars, names[i]+"="+v)
+	}
+	return vars
 }
 
 // traversableTempDir is a temporary directory that other users can pass
