@@ -5,13 +5,28 @@ STATICCHECK_VERSION := v0.8.2
 PKGS        := ./...
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
+# make install puts dshfs in $(PREFIX)/bin: /usr/local as root, else ~/.local.
+PREFIX      ?= $(if $(filter 0,$(shell id -u)),/usr/local,$(HOME)/.local)
+# What --version prints: the checkout's commit ("+dirty" if changed) and its
+# time. Without git, dshfs falls back to Go's build information.
+VERSION     ?= $(shell v=$$(git describe --tags --always --dirty=+dirty --abbrev=12 2>/dev/null) && \
+                 echo "$$v ($$(TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd))")
+LDFLAGS     := $(if $(VERSION),-ldflags "-X 'main.version=$(VERSION)'")
 
-.PHONY: all build test lint fuzz bench stress tools
+.PHONY: all build install test lint fuzz bench stress tools
 
 all: build test lint
 
 build:
-	$(GO) build -o bin/dshfs ./cmd/dshfs
+	$(GO) build $(LDFLAGS) -o bin/dshfs ./cmd/dshfs
+
+# Builds straight into $(DESTDIR)$(PREFIX)/bin (the checkout is not touched)
+# and says if that directory is not on PATH: the harnesses run a bare dshfs.
+install:
+	mkdir -p $(DESTDIR)$(PREFIX)/bin
+	$(GO) build $(LDFLAGS) -o $(DESTDIR)$(PREFIX)/bin/dshfs ./cmd/dshfs
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/dshfs"
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "$(PREFIX)/bin is not on PATH: export PATH=\"$(PREFIX)/bin:\$$PATH\"";; esac
 
 # The test command of the README and of CI: race detector on, every package.
 test:

@@ -51,7 +51,15 @@ type Options struct {
 	// afterMake, for tests, runs when the daemon has made a directory,
 	// node or symlink, before it gives it to the caller.
 	afterMake func(dirfd int, name string)
+	// DaemonInfo, if set, is the value of the extended attribute
+	// DaemonInfoXattr on the mount's root: what a client reads to find the
+	// daemon serving this mount (its socket), whatever its $HOME or user.
+	// It is answered from memory, never listed, stored or changed.
+	DaemonInfo []byte
 }
+
+// DaemonInfoXattr names the mount root's attribute holding Options.DaemonInfo.
+const DaemonInfoXattr = "user.dshfs.daemon"
 
 // FS is a mounted workspace.
 type FS struct {
@@ -77,6 +85,7 @@ type FS struct {
 	timeout time.Duration // how long the kernel may trust entries and attributes
 
 	afterMake func(dirfd int, name string) // Options.afterMake
+	info      []byte                       // the root's DaemonInfoXattr
 }
 
 // Mount serves store's workspace at mountpoint. The process umask should be
@@ -93,7 +102,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
-	f := &FS{store: store, rootFd: rootFd, mnt: mnt, log: opts.Logger, afterMake: opts.afterMake, actors: &Actors{}}
+	f := &FS{store: store, rootFd: rootFd, mnt: mnt, log: opts.Logger, afterMake: opts.afterMake, actors: &Actors{}, info: opts.DaemonInfo}
 	if f.log == nil {
 		f.log = slog.Default()
 	}

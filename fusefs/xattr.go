@@ -25,6 +25,9 @@ import (
 var _ = (fs.NodeGetxattrer)((*node)(nil))
 
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if n.isDaemonInfo(attr) {
+		return n.daemonInfo(dest)
+	}
 	var size int
 	var errno syscall.Errno
 	if strings.HasPrefix(attr, "user.") {
@@ -44,6 +47,9 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 var _ = (fs.NodeSetxattrer)((*node)(nil))
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	if n.isDaemonInfo(attr) {
+		return syscall.EPERM
+	}
 	n.noteSelf()
 	return n.withRef(func(r nodeRef) error { return r.setxattr(attr, data, int(flags)) })
 }
@@ -114,6 +120,9 @@ func listedTo(ctx context.Context, list []byte) []byte {
 var _ = (fs.NodeRemovexattrer)((*node)(nil))
 
 func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	if n.isDaemonInfo(attr) {
+		return syscall.EPERM
+	}
 	n.noteSelf()
 	return n.withRef(func(r nodeRef) error { return r.removexattr(attr) })
 }
@@ -134,4 +143,22 @@ func (n *node) withRef(op func(nodeRef) error) syscall.Errno {
 	}
 	defer done()
 	return toErrno(op(r))
+}
+
+// isDaemonInfo reports whether attr on n is the root's virtual DaemonInfoXattr.
+func (n *node) isDaemonInfo(attr string) bool {
+	return attr == DaemonInfoXattr && n == n.fsys.root && n.fsys.info != nil
+}
+
+// daemonInfo answers a getxattr of DaemonInfoXattr as the kernel expects:
+// the size for an empty buffer, ERANGE for a short one.
+func (n *node) daemonInfo(dest []byte) (uint32, syscall.Errno) {
+	info := n.fsys.info
+	switch {
+	case len(dest) == 0:
+		return uint32(len(info)), 0
+	case len(dest) < len(info):
+		return uint32(len(info)), syscall.ERANGE
+	}
+	return uint32(copy(dest, info)), 0
 }

@@ -18,6 +18,10 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// Scripts run it as an unprivileged user too.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		panic(err)
+	}
 	dshfsBin = filepath.Join(dir, "dshfs")
 	args := []string{"build", "-o", dshfsBin}
 	if raceEnabled {

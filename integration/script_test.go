@@ -1,8 +1,15 @@
 package integration
 
 import (
+	"bufio"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dshfs/dshfs/internal/testfuse"
@@ -12,30 +19,171 @@ import (
 
 // TestScripts pins the CLI's behaviour as txtar scripts in testdata/script:
 // the real binary, a real mount in the script's work directory, real shell
-// writes. Each script's mounts ($MNT, $MNT2) are detached at cleanup even if it fails.
+// writes. Every dshfs mount under a script's $WORK is detached at cleanup,
+// even if the script fails. Besides testscript's own commands, scripts have:
+//
+//	exits N PROG [ARGS...]  run PROG; fail unless it exits with status N
+//	devfuse MODE            chmod /dev/fuse (restored when the script ends)
+//	[fusermount]            a setuid fusermount3 is installed (in CI: must be)
+//	[user_allow_other]      /etc/fuse.conf lets users mount with allow_other
+//
+// $REPO is the checkout (for make), $HOME is $WORK/home, and
+// $WORK/quickstart.sh holds the README's quick start, as written.
 func TestScripts(t *testing.T) {
 	testfuse.Require(t)
+	quickstart, err := readmeQuickstart("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := filepath.Abs("..")
+	goEnv := goEnvVars(t)
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script",
+		Dir:         "testdata/script",
+		WorkdirRoot: traversableTempDir(t),
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"exits":   exitsCmd,
+			"devfuse": devfuseCmd,
+		},
+		Condition: scriptCondition,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", filepath.Dir(dshfsBin)+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, ".state"))
+			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
+			env.Setenv("REPO", repo)
+			env.Vars = append(env.Vars, goEnv...)
 			mnts := []string{filepath.Join(env.WorkDir, "mnt"), filepath.Join(env.WorkDir, "mnt2")}
 			env.Setenv("MNT", mnts[0])
 			env.Setenv("MNT2", mnts[1])
-			env.Defer(func() {
-				for _, mnt := range mnts {
-					if testfuse.Mounted(mnt) {
-						unix.Unmount(mnt, unix.MNT_DETACH)
-					}
-				}
-			})
-			for _, mnt := range mnts {
-				if err := os.MkdirAll(mnt, 0o755); err != nil {
+			env.Defer(func() { detachUnder(env.WorkDir) })
+			for _, dir := range append(mnts, env.Getenv("HOME")) {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
 					return err
 				}
 			}
-			return nil
+			return os.WriteFile(filepath.Join(env.WorkDir, "quickstart.sh"), []byte(quickstart), 0o755)
 		},
 	})
+}
+
+// readmeQuickstart is the shell block that follows the quick start marker
+// in the README: the test runs exactly what a new user reads.
+func readmeQuickstart(readme string) (string, error) {
+	b, err := os.ReadFile(readme)
+	if err != nil {
+		return "", err
+	}
+	const marker = "<!-- quickstart: run as written by integration/testdata/script/quickstart.txtar -->"
+	_, rest, ok := strings.Cut(string(b), marker+"\n```sh\n")
+	block, _, closed := strings.Cut(rest, "\n```\n")
+	if !ok || !closed {
+		return "", fmt.Errorf("%s has no sh block after %q", readme, marker)
+	}
+	return block + "\n", nil
+}
+
+// goEnvVars passes the go command's caches and settings to scripts that
+// build (make install), whose $HOME is not the test's.
+func goEnvVars(t *testing.T) []string {
+	names := []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS", "GOTOOLCHAIN", "GOPROXY", "GOENV"}
+	out, err := exec.Command("go", append([]string{"env"}, names...)...).Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	var vars []string
+	for i, v := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		vars = append(vars, names[i]+"="+v)
+	}
+	return vars
+}
+
+// traversableTempDir is a temporary directory that other users can pass
+// through (mode 0711, and so is its parent), so that a script can give an
+// unprivileged user a directory of its own inside $WORK.
+func traversableTempDir(t *testing.T) string {
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// detachUnder detaches every FUSE mount below dir, whoever mounted it.
+func detachUnder(dir string) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var mnts []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
+			mnts = append(mnts, fields[4])
+		}
+	}
+	for i := len(mnts) - 1; i >= 0; i-- { // the deepest first
+		unix.Unmount(mnts[i], unix.MNT_DETACH)
+	}
+}
+
+func exitsCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits N program [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	var ee *exec.ExitError
+	if err := ts.Exec(args[1], args[2:]...); errors.As(err, &ee) {
+		got = ee.ExitCode()
+	} else if err != nil {
+		ts.Fatalf("%s: %v", args[1], err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+}
+
+func devfuseCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: devfuse MODE")
+	}
+	mode, err := strconv.ParseUint(args[0], 8, 32)
+	ts.Check(err)
+	fi, err := os.Stat("/dev/fuse")
+	ts.Check(err)
+	if ts.Getenv("DEVFUSE_MODE") == "" { // the first change: restore this mode at the end
+		orig := fi.Mode().Perm()
+		ts.Setenv("DEVFUSE_MODE", fmt.Sprintf("%o", orig))
+		ts.Defer(func() { os.Chmod("/dev/fuse", orig) })
+	}
+	ts.Check(os.Chmod("/dev/fuse", os.FileMode(mode)))
+}
+
+// scriptCondition answers [fusermount]: a normal user mounts through a
+// setuid fusermount3 (Debian's fuse3, which .ci/run installs). In CI its
+// absence fails the script instead of skipping it.
+func scriptCondition(cond string) (bool, error) {
+	switch cond {
+	case "user_allow_other":
+		b, _ := os.ReadFile("/etc/fuse.conf")
+		return regexp.MustCompile(`(?m)^\s*user_allow_other\s*$`).Match(b), nil
+	case "fusermount":
+	default:
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	p, err := exec.LookPath("fusermount3")
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(p); err == nil && fi.Mode()&os.ModeSetuid == 0 {
+			err = fmt.Errorf("%s is not setuid", p)
+		}
+	}
+	if err != nil && os.Getenv("CI") == "true" {
+		return false, fmt.Errorf("a normal user's mount needs a setuid fusermount3 (apt-get install fuse3): %w", err)
+	}
+	return err == nil, nil
 }

@@ -67,13 +67,13 @@ func TestRestorePreexistingAndCorruptObject(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != "the shell was here\n" {
 		t.Fatalf("after undoing the restore: %q", b)
 	}
-	run(2, "show", path+"@"+"ffffffff")
-	run(2, "restore", path, "not-a-version")
+	run(4, "show", path+"@"+"ffffffff")      // 4: not found
+	run(2, "restore", path, "not-a-version") // 2: usage
 
 	// Damage the original's object in the index: stop the daemon first (it
 	// holds the index), flip a byte, mount again.
 	run(0, "unmount", mnt)
-	indexes, _ := filepath.Glob(filepath.Join(state, "dshfs", "ws-*", "index.db"))
+	indexes, _ := filepath.Glob(filepath.Join(state, "dshfs", "*", "index.db"))
 	if len(indexes) != 1 {
 		t.Fatalf("index files: %v", indexes)
 	}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/urfave/cli/v2"
@@ -28,15 +28,16 @@ func callCommand() *cli.Command {
 		Name:      "call",
 		Usage:     "call a tool of a running mount and print exactly what the model sees",
 		ArgsUsage: "TOOL 'JSON-ARGUMENTS' | TOOL -",
-		Description: "Finds the mount from the current directory (or --mount / --socket). Exit status 1 when the\n" +
-			"tool returns an error. '-' reads the arguments from standard input: a command line holds at most\n" +
-			"128 KiB in one argument, a file's content may need more.\n\n" +
+		Description: "Finds the mount from --mount, --socket, an absolute file_path, the current directory, or\n" +
+			"else the only mount on the machine. Exit status 1 when the tool returns an error, 4 when no mount\n" +
+			"is found, 5 when its daemon cannot be reached. '-' reads the arguments from standard input: a\n" +
+			"command line holds at most 128 KiB in one argument, a file's content may need more.\n\n" +
 			"Example: dshfs call --actor me read '{\"file_path\":\"main.go\"}'",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Usage: "the daemon's socket", Destination: &o.Socket},
-			&cli.StringFlag{Name: "mount", Usage: "the mount point (default: the mount holding the current directory)", Destination: &o.Mount},
+			&cli.StringFlag{Name: "mount", Usage: "the mount point", DefaultText: "the mount holding file_path or the current directory, else the only one", Destination: &o.Mount},
 			&cli.StringFlag{Name: "actor", Usage: "actor whose observations the call uses", Destination: &o.Actor},
-			&cli.StringFlag{Name: "cwd", Usage: "directory relative paths resolve against (default: the current directory inside the mount)", Destination: &o.Cwd},
+			&cli.StringFlag{Name: "cwd", Usage: "directory relative paths resolve against", DefaultText: "the current directory if inside the mount, else the mount point", Destination: &o.Cwd},
 			&cli.BoolFlag{Name: "json", Usage: "print the whole result as JSON", Destination: &o.JSON},
 		},
 		Action: func(c *cli.Context) error {
@@ -59,29 +60,51 @@ func runCall(ctx context.Context, o callOptions, tool string, args []byte) error
 	if !json.Valid(args) {
 		return cli.Exit("the arguments are not valid JSON", exitUsage)
 	}
-	wd, _ := os.Getwd()
-	wd = absDir(wd)
-	if o.Socket == "" {
-		where := wd
-		if o.Mount != "" {
-			where = absDir(o.Mount)
-		}
-		rec, ok := findMount(where)
-		if !ok {
-			return cli.Exit(fmt.Sprintf("no running dshfs mount holds %s (pass --mount or --socket)", where), exitFailure)
-		}
-		o.Socket = rec.Socket
-		if o.Cwd == "" && o.Mount == "" {
-			o.Cwd = wd
-		}
+	var target struct {
+		FilePath string `json:"file_path"`
 	}
-	res, err := unixsocket.NewClient(o.Socket).Call(ctx, tool, unixsocket.ToolRequest{Actor: o.Actor, Cwd: o.Cwd, Arguments: json.RawMessage(args)})
+	json.Unmarshal(args, &target)
+	socket, cwd, err := toolTarget(o.Socket, o.Mount, target.FilePath)
+	if err != nil {
+		return err
+	}
+	if o.Cwd == "" {
+		o.Cwd = cwd
+	}
+	res, err := unixsocket.NewClient(socket).Call(ctx, tool, unixsocket.ToolRequest{Actor: o.Actor, Cwd: o.Cwd, Arguments: json.RawMessage(args)})
 	var apiErr *unixsocket.APIError
 	if errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound {
-		return cli.Exit(apiErr.Message, exitUsage)
+		return cli.Exit(apiErr.Message+"; dshfs tools lists the tools", exitUsage)
 	}
 	if err != nil {
-		return cli.Exit(err.Error(), exitFailure)
+		return daemonError(err)
 	}
 	return printResult(res.Text, res.IsError, res, o.JSON)
+}
+
+// toolTarget is the socket a tool call goes to and the cwd it carries:
+// --socket as given; else the daemon of the mount of --mount, of an
+// absolute file_path, of the working directory, or the only one. The
+// working directory is the call's cwd when it is inside that mount (its
+// mount point or backing directory) and no --mount names it.
+func toolTarget(socket, mount, filePath string) (string, string, error) {
+	if socket != "" {
+		return socket, "", nil
+	}
+	where := ""
+	switch {
+	case mount != "":
+		where = absDir(mount)
+	case filepath.IsAbs(filePath):
+		where = absPath(filePath)
+	}
+	rec, err := locate(where)
+	if err != nil {
+		return "", "", err
+	}
+	cwd := ""
+	if wd := workingDir(); mount == "" && (within(rec.MountPoint, wd) || within(rec.Backing, wd)) {
+		cwd = wd
+	}
+	return rec.Socket, cwd, nil
 }

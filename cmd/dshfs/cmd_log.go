@@ -32,13 +32,13 @@ func logCommand() *cli.Command {
 
 func runLog(ctx context.Context, path string, asJSON bool) error {
 	abs := absPath(path)
-	rec, ok := findMount(abs)
-	if !ok {
-		return cli.Exit(fmt.Sprintf("%s is not in a running dshfs mount", path), exitFailure)
+	rec, err := locate(abs)
+	if err != nil {
+		return err
 	}
 	h, err := unixsocket.NewClient(rec.Socket).History(ctx, "", abs)
 	if err != nil {
-		return cli.Exit(err.Error(), exitFailure)
+		return daemonError(err)
 	}
 	if asJSON {
 		enc := json.NewEncoder(os.Stdout)

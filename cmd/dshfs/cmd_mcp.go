@@ -42,8 +42,8 @@ func mcpCommand() *cli.Command {
 			"Claude Code: claude mcp add dshfs -- dshfs mcp --mount /mnt/ws",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Usage: "the daemon's socket", Destination: &o.Socket},
-			&cli.StringFlag{Name: "mount", Usage: "the mount point (default: the mount holding the current directory)", Destination: &o.Mount},
-			&cli.StringFlag{Name: "actor", Usage: "actor name for this session (default: a fresh one)", Destination: &o.Actor},
+			&cli.StringFlag{Name: "mount", Usage: "the mount point", DefaultText: "the mount holding the current directory, else the only one", Destination: &o.Mount},
+			&cli.StringFlag{Name: "actor", Usage: "actor name for this session", DefaultText: "a fresh one", Destination: &o.Actor},
 			&cli.BoolFlag{Name: "structured-content", Usage: "also send each result's value as structuredContent (for programs: harnesses show it to the model instead of the text)", Destination: &o.Structured},
 		},
 		Action: func(c *cli.Context) error {
@@ -57,22 +57,9 @@ func runMCP(ctx context.Context, o mcpOptions) error {
 	if err := toolapi.CheckActor(actor); err != nil {
 		return cli.Exit("--actor: "+err.Error(), exitUsage)
 	}
-	wd, _ := os.Getwd()
-	wd = absDir(wd)
-	cwd := ""
-	if socket == "" {
-		where := wd
-		if mount != "" {
-			where = absDir(mount)
-		}
-		rec, ok := findMount(where)
-		if !ok {
-			return cli.Exit(fmt.Sprintf("no running dshfs mount holds %s (pass --mount or --socket)", where), exitFailure)
-		}
-		socket = rec.Socket
-		if mount == "" {
-			cwd = wd
-		}
+	socket, cwd, err := toolTarget(socket, mount, "")
+	if err != nil {
+		return err
 	}
 	if actor == "" {
 		var b [6]byte
@@ -82,7 +69,7 @@ func runMCP(ctx context.Context, o mcpOptions) error {
 	client := unixsocket.NewClient(socket)
 	defs, err := client.Tools(ctx)
 	if err != nil {
-		return cli.Exit(err.Error(), exitFailure)
+		return daemonError(err)
 	}
 	// The harness that started this session runs the agent's shell
 	// commands as its children: their writes through the mount are this
@@ -93,7 +80,7 @@ func runMCP(ctx context.Context, o mcpOptions) error {
 	req := unixsocket.MCPRequest{Actor: actor, Cwd: cwd, StructuredContent: o.Structured}
 	state, err := handOver(ctx, client, req)
 	if err != nil {
-		return cli.Exit(err.Error(), exitFailure)
+		return daemonError(err)
 	}
 	if state == nil {
 		return nil // the daemon served the session to its end

@@ -1,16 +1,21 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/dshfs/dshfs/fusefs"
+	"github.com/dshfs/dshfs/toolapi"
 	"github.com/dshfs/dshfs/versionstore"
 	"github.com/urfave/cli/v2"
 )
@@ -23,6 +28,7 @@ type mountOptions struct {
 	Foreground   bool
 	ReadyFd      int // set in the detached daemon: where to report readiness
 	NoPolicy     bool
+	NonEmpty     bool // mount over a mount point that holds files
 	AllowOther   bool
 	CacheTimeout time.Duration
 	Debug        bool
@@ -49,41 +55,31 @@ func mountCommand() *cli.Command {
 		ArgsUsage: "BACKING MOUNTPOINT",
 		Description: "Every write through the mount gets a content-hash version, attributed to the writing process.\n" +
 			"SIGINT or SIGTERM flushes the index and unmounts cleanly. A mount left behind by a crash is\n" +
-			"detected and replaced. The mount point must be outside the backing directory.",
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "foreground", Usage: "stay attached instead of returning once mounted", Destination: &o.Foreground},
-			&cli.IntFlag{Name: "ready-fd", Hidden: true, Destination: &o.ReadyFd},
-			&cli.StringFlag{Name: "state", Usage: "state directory holding the index (default: per-workspace under the user's state dir)", Destination: &o.StateDir},
-			&cli.BoolFlag{Name: "no-policy", Usage: "serve the bare provider: no read-before-write checks", Destination: &o.NoPolicy},
-			&cli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (non-root needs user_allow_other in /etc/fuse.conf)", Destination: &o.AllowOther},
-			&cli.DurationFlag{Name: "cache-timeout", Usage: "how long the kernel may cache entries and attributes (default: 30s while the backing tree can be watched, else 1s)", Destination: &o.CacheTimeout},
-			&cli.BoolFlag{Name: "debug", Usage: "log every FUSE request", Destination: &o.Debug},
-			&cli.Int64Flag{Name: "keep-max-bytes", Usage: "largest file whose versions' bytes are kept (default: 64 MiB); -1 keeps none", Destination: &o.KeepMax},
-			&cli.Int64Flag{Name: "retain-bytes", Usage: "budget for kept bytes (default: 2 GiB)", Destination: &o.RetainBytes},
-			&cli.DurationFlag{Name: "retain-age", Usage: "drop kept bytes older than this, unless current or checkpointed (default: 720h)", Destination: &o.RetainAge},
-			&cli.DurationFlag{Name: "forget-actors-after", Usage: "forget what an actor observed once it has been idle this long (it reads again before editing)", Value: defaultForgetActors, Destination: &o.ForgetActors},
-			&cli.Int64Flag{Name: "max-image-bytes", Usage: "largest file read_image returns (default: 3670016, 3.5 MiB)", Destination: &o.MaxImageSize},
-		},
+			"detected and replaced. The mount point must be outside the backing directory; a missing one is\n" +
+			"made, a non-empty one refused (--nonempty mounts over what it holds, hiding it).\n\n" +
+			"As a normal user, mounting needs fusermount3 (Debian: apt-get install fuse3) and read-write\n" +
+			"access to /dev/fuse; --allow-other also needs user_allow_other in /etc/fuse.conf.",
+		Flags: mountFlags(&o),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
 				return cli.Exit("mount takes BACKING and MOUNTPOINT", exitUsage)
 			}
-			o.Backing, o.Mountpoint = c.Args().Get(0), c.Args().Get(1)
-			if fi, err := os.Stat(o.Backing); err != nil || !fi.IsDir() {
-				return cli.Exit(fmt.Sprintf("backing directory %s is not a directory", o.Backing), exitFailure)
-			}
-			if o.MaxImageSize < 0 || o.RetainBytes < 0 || o.RetainAge < 0 || o.ForgetActors <= 0 {
+			if o.MaxImageSize <= 0 || o.RetainBytes <= 0 || o.RetainAge <= 0 || o.ForgetActors <= 0 || o.CacheTimeout < 0 {
 				return cli.Exit("--max-image-bytes, --retain-bytes, --retain-age and --forget-actors-after must be positive", exitUsage)
+			}
+			var err error
+			if o.Backing, err = backingDir(c.Args().Get(0)); err != nil {
+				return cli.Exit(err.Error(), exitFailure)
+			}
+			if o.Mountpoint, err = prepareMountpoint(o.Backing, c.Args().Get(1), o.NonEmpty); err != nil {
+				return cli.Exit(err.Error(), exitFailure)
 			}
 			if !o.Foreground {
 				return daemonize(o, c.App.Name)
 			}
 			ready := openReadyPipe(o.ReadyFd)
-			err := runMount(o, ready)
-			if err != nil {
+			if err := runMount(o, ready); err != nil {
 				ready.report(err) // the waiting parent prints it, unless it was told "ok"
-			}
-			if err != nil {
 				return cli.Exit(err.Error(), exitFailure)
 			}
 			return nil
@@ -91,34 +87,50 @@ func mountCommand() *cli.Command {
 	}
 }
 
+func mountFlags(o *mountOptions) []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "foreground", Usage: "stay attached instead of returning once mounted", Destination: &o.Foreground},
+		&cli.IntFlag{Name: "ready-fd", Hidden: true, Destination: &o.ReadyFd},
+		&cli.StringFlag{Name: "state", Usage: "state directory holding the index and the socket", DefaultText: "<workspace name>-<hash> in $XDG_STATE_HOME/dshfs", Destination: &o.StateDir},
+		&cli.BoolFlag{Name: "nonempty", Usage: "mount over a mount point that holds files (the mount hides them)", Destination: &o.NonEmpty},
+		&cli.BoolFlag{Name: "no-policy", Usage: "serve the bare provider: no read-before-write checks", Destination: &o.NoPolicy},
+		&cli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (non-root needs user_allow_other in /etc/fuse.conf)", Destination: &o.AllowOther},
+		&cli.DurationFlag{Name: "cache-timeout", Usage: "how long the kernel may cache entries and attributes", DefaultText: "30s while the backing tree can be watched, else 1s", Destination: &o.CacheTimeout},
+		&cli.BoolFlag{Name: "debug", Usage: "log every FUSE request", Destination: &o.Debug},
+		&cli.Int64Flag{Name: "keep-max-bytes", Usage: "largest file whose versions' bytes are kept; -1 keeps none", Value: versionstore.DefaultCaptureMaxBytes, DefaultText: humanBytes(versionstore.DefaultCaptureMaxBytes), Destination: &o.KeepMax},
+		&cli.Int64Flag{Name: "retain-bytes", Usage: "budget for kept bytes", Value: versionstore.DefaultRetainBytes, DefaultText: humanBytes(versionstore.DefaultRetainBytes), Destination: &o.RetainBytes},
+		&cli.DurationFlag{Name: "retain-age", Usage: "drop kept bytes older than this, unless current or checkpointed", Value: versionstore.DefaultRetainAge, Destination: &o.RetainAge},
+		&cli.DurationFlag{Name: "forget-actors-after", Usage: "forget what an actor observed once it has been idle this long (it reads again before editing)", Value: defaultForgetActors, Destination: &o.ForgetActors},
+		&cli.Int64Flag{Name: "max-image-bytes", Usage: "largest file read_image returns", Value: toolapi.DefaultMaxImageBytes, DefaultText: humanBytes(toolapi.DefaultMaxImageBytes), Destination: &o.MaxImageSize},
+	}
+}
+
+// backingDir is the real path of the backing directory: the mount is
+// registered, and found by the CLI, under it.
+func backingDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("backing directory %s is not a directory; make it first (mkdir -p %s)", dir, dir)
+	}
+	return abs, nil
+}
+
 func runMount(o mountOptions, ready *readyPipe) error {
-	backing, err := filepath.Abs(o.Backing)
-	if err != nil {
-		return err
-	}
-	if real, err := filepath.EvalSymlinks(backing); err == nil {
-		backing = real // registered, and found by the CLI, under its real path
-	}
-	mnt, err := filepath.Abs(o.Mountpoint)
-	if err != nil {
-		return err
-	}
-	if fi, err := os.Stat(backing); err != nil || !fi.IsDir() {
-		return fmt.Errorf("backing directory %s is not a directory", o.Backing)
-	}
-	if err := recoverStaleMount(mnt); err != nil {
-		return err
-	}
-	if real, err := filepath.EvalSymlinks(mnt); err == nil {
-		mnt = real // registered, and listed by the kernel, under its real path
-	}
-	if err := notMounted(mnt); err != nil {
-		return err
-	}
+	backing, mnt := o.Backing, o.Mountpoint
+	var err error
 	if o.StateDir == "" {
 		if o.StateDir, err = defaultStateDir(backing); err != nil {
 			return err
 		}
+	}
+	if o.StateDir, err = filepath.Abs(o.StateDir); err != nil { // clients anywhere read it from the record
+		return err
 	}
 	// The kernel applies the caller's umask before a create reaches the
 	// daemon; the daemon must not apply its own again. New files written by
@@ -149,9 +161,11 @@ func runMount(o mountOptions, ready *readyPipe) error {
 		return err
 	}
 	defer store.Close()
-	fsys, err = fusefs.Mount(mnt, store, fusefs.Options{AllowOther: o.AllowOther, CacheTimeout: o.CacheTimeout, Debug: o.Debug, Logger: log})
+	logged := logSize(o.StateDir)
+	fsys, err = fusefs.Mount(mnt, store, fusefs.Options{AllowOther: o.AllowOther, CacheTimeout: o.CacheTimeout, Debug: o.Debug, Logger: log,
+		DaemonInfo: daemonInfo(o, backing, mnt)})
 	if err != nil {
-		return err
+		return explainMountFailure(err, fusermountSaid(o.StateDir, logged), o.AllowOther)
 	}
 	socket, stopServing, err := serveSocket(store, fsys, o, backing, mnt, log)
 	if err != nil {
@@ -193,7 +207,7 @@ func recoverStaleMount(mnt string) error {
 	var st syscall.Statfs_t
 	err := syscall.Statfs(mnt, &st)
 	if !errors.Is(err, syscall.ENOTCONN) {
-		if err != nil {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("mount point: %w", err)
 		}
 		return nil
@@ -225,4 +239,112 @@ func notMounted(mnt string) error {
 		return fmt.Errorf("mount point %s is already a mount point (a FUSE filesystem); unmount it first", mnt)
 	}
 	return nil
+}
+
+// prepareMountpoint checks the mount point before anything is mounted on
+// it, and returns its real path: a dead mount left there is detached, a
+// missing directory is made (and said), and one that is inside the backing
+// directory, already a FUSE mount, or (unless nonempty) holds files is
+// refused.
+func prepareMountpoint(backing, mountpoint string, nonempty bool) (string, error) {
+	mnt, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return "", err
+	}
+	if within(backing, mnt) {
+		return "", fmt.Errorf("mount point %s is inside the backing directory %s; choose a mount point outside it", mnt, backing)
+	}
+	if err := recoverStaleMount(mnt); err != nil {
+		return "", err
+	}
+	if _, err := os.Lstat(mnt); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(mnt, 0o755); err != nil {
+			return "", fmt.Errorf("make the mount point: %w", err)
+		}
+		fmt.Printf("dshfs: made the mount point %s\n", mnt)
+	}
+	if real, err := filepath.EvalSymlinks(mnt); err == nil {
+		mnt = real // registered, and listed by the kernel, under its real path
+	}
+	if err := notMounted(mnt); err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(mnt); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("mount point %s is not a directory", mnt)
+	}
+	if !nonempty {
+		return mnt, checkEmpty(mnt)
+	}
+	return mnt, nil
+}
+
+// checkEmpty refuses a mount point that holds files: the mount would hide
+// them until it is unmounted.
+func checkEmpty(mnt string) error {
+	d, err := os.Open(mnt)
+	if err != nil {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(3)
+	if err != nil && err != io.EOF {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	if len(names) == 3 {
+		names[2] = "…"
+	}
+	return fmt.Errorf("mount point %s is not empty (it holds %s), and the mount would hide what it holds; choose an empty directory, or pass --nonempty to mount over it", mnt, strings.Join(names, ", "))
+}
+
+// daemonInfo is the record the mount's root answers (see registry.go).
+func daemonInfo(o mountOptions, backing, mnt string) []byte {
+	b, _ := json.Marshal(mountRecord{MountPoint: mnt, Backing: backing, Socket: socketPath(o.StateDir), StateDir: o.StateDir,
+		Pid: os.Getpid(), UID: os.Geteuid(), Version: buildVersion()})
+	return b
+}
+
+// logSize is how much the daemon's log holds now (-1 if it has none):
+// fusermount3 writes why it failed there, on the daemon's standard error.
+func logSize(stateDir string) int64 {
+	fi, err := os.Stat(filepath.Join(stateDir, logFileName))
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
+}
+
+// fusermountSaid returns what fusermount3 wrote to the log since offset.
+func fusermountSaid(stateDir string, offset int64) []string {
+	if offset < 0 {
+		return nil
+	}
+	f, err := os.Open(filepath.Join(stateDir, logFileName))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.NewSectionReader(f, offset, 64<<10))
+	var said []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "fusermount") && !strings.HasPrefix(line, "time=") {
+			said = append(said, strings.TrimSpace(line))
+		}
+	}
+	return said
+}
+
+// explainMountFailure says why the mount failed in fusermount3's own words
+// when it spoke, and how to fix what this machine lacks.
+func explainMountFailure(err error, said []string, allowOther bool) error {
+	msg := strings.TrimSpace(err.Error())
+	if len(said) > 0 {
+		msg = "mount failed: " + strings.Join(said, "; ")
+	}
+	if hint := fuseHint(allowOther); hint != "" {
+		msg += "; " + hint
+	}
+	return errors.New(msg)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -17,115 +16,101 @@ func statusCommand() *cli.Command {
 	var asJSON bool
 	return &cli.Command{
 		Name:      "status",
-		Usage:     "show the running mounts (every dshfs on the machine, or the one at MOUNTPOINT)",
-		ArgsUsage: "[MOUNTPOINT]",
-		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &asJSON}},
+		Usage:     "show the running mounts (every dshfs on the machine, or the one holding PATH)",
+		ArgsUsage: "[PATH]",
+		Description: "Each mount is found from the kernel's mount table and the mount itself, whoever runs it: its\n" +
+			"daemon's pid and socket, and what the daemon reports, when this user may use the mount. With\n" +
+			"PATH, exit status 4 if no mount holds it and 5 if its daemon cannot be reached.",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts: a list of mounts with pid and socket", Destination: &asJSON}},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
-				return cli.Exit("status takes at most one mount point", exitUsage)
+				return cli.Exit("status takes at most one path", exitUsage)
 			}
 			return runStatus(c.Context, c.Args().First(), asJSON)
 		},
 	}
 }
 
-// systemMount is a dshfs mount in the kernel's mount table.
-type systemMount struct {
-	MountPoint, Backing string
-	UID                 int
-}
-
-// statusEntry is one line of status: a mount's own report when its daemon
+// statusEntry is one mount of status: its daemon's own report when it
 // answers this user, what the mount table says otherwise.
 type statusEntry struct {
 	unixsocket.Status
+	Pid  int    `json:"pid,omitempty"`
 	UID  int    `json:"uid"`
 	Note string `json:"note,omitempty"`
 }
 
-func runStatus(ctx context.Context, mountpoint string, asJSON bool) error {
-	recs := runningMounts()
-	if mountpoint != "" {
-		abs := absDir(mountpoint)
-		rec, ok := findMount(abs)
+func runStatus(ctx context.Context, path string, asJSON bool) error {
+	all := listMounts()
+	if path != "" {
+		e, ok := holding(all, absDir(path))
 		if !ok {
-			return cli.Exit(fmt.Sprintf("no running dshfs mount at %s", mountpoint), exitFailure)
+			return cli.Exit(fmt.Sprintf("no dshfs mount holds %s", path), exitNotFound)
 		}
-		recs = []mountRecord{rec}
+		all = []mountEntry{e}
 	}
-	var all []statusEntry
-	mine := map[string]bool{}
-	for _, r := range recs {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		st, err := unixsocket.NewClient(r.Socket).Status(ctx)
-		cancel()
-		e := statusEntry{Status: st, UID: os.Getuid()}
-		if err != nil {
-			e.Status = unixsocket.Status{MountPoint: r.MountPoint, Backing: r.Backing, Socket: r.Socket, StateDir: r.StateDir}
-			e.Note = "daemon not answering"
-		}
-		mine[r.MountPoint] = true
-		all = append(all, e)
+	entries := make([]statusEntry, 0, len(all))
+	for _, e := range all {
+		entries = append(entries, statusOf(ctx, e))
 	}
-	if mountpoint == "" {
-		// Mounts of other users (or of this user under another state
-		// directory): the kernel's table says where, not what is inside.
-		for _, m := range systemMounts() {
-			if mine[m.MountPoint] {
-				continue
-			}
-			note := "run by another user"
-			if m.UID == os.Getuid() {
-				note = "registered under another state directory"
-			}
-			all = append(all, statusEntry{Status: unixsocket.Status{MountPoint: m.MountPoint, Backing: m.Backing}, UID: m.UID, Note: note})
-		}
-	}
+	var err error
 	if asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if all == nil {
-			all = []statusEntry{}
-		}
-		return enc.Encode(all)
+		err = printJSON(entries)
+	} else {
+		err = printStatus(entries)
 	}
-	if len(all) == 0 {
+	if err == nil && path != "" && entries[0].Note != "" {
+		return cli.Exit("", exitUnreachable)
+	}
+	return err
+}
+
+// statusOf asks e's daemon for its status, if this user can reach it.
+func statusOf(ctx context.Context, e mountEntry) statusEntry {
+	out := statusEntry{Status: unixsocket.Status{MountPoint: e.MountPoint, Backing: e.Backing}, UID: e.UID, Note: mountNote(e)}
+	if e.Err != nil {
+		return out
+	}
+	out.Pid, out.Socket, out.StateDir = e.Record.Pid, e.Record.Socket, e.Record.StateDir
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := unixsocket.NewClient(e.Record.Socket).Status(ctx)
+	if err != nil {
+		out.Note = "daemon not answering: " + err.Error()
+		return out
+	}
+	out.Status = st
+	return out
+}
+
+func printStatus(entries []statusEntry) error {
+	if len(entries) == 0 {
 		fmt.Println("no dshfs mounts running")
 		return nil
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MOUNT\tBACKING\tFILES\tDIRTY\tACTORS\tUPTIME\tUID\t")
-	for _, e := range all {
+	fmt.Fprintln(tw, "MOUNT\tBACKING\tFILES\tDIRTY\tACTORS\tUPTIME\tUID\tPID\t")
+	for _, e := range entries {
 		if e.Note != "" {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t%d\t(%s)\n", e.MountPoint, e.Backing, e.UID, e.Note)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t%d\t%s\t(%s)\n", e.MountPoint, e.Backing, e.UID, pidText(e.Pid), e.Note)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t\n", e.MountPoint, e.Backing, e.FilesIndexed, e.DirtyFiles,
-			e.Actors.Count, (time.Duration(e.UptimeSeconds) * time.Second).String(), e.UID)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t\n", e.MountPoint, e.Backing, e.FilesIndexed, e.DirtyFiles,
+			e.Actors.Count, (time.Duration(e.UptimeSeconds) * time.Second).String(), e.UID, e.Pid)
 	}
 	return tw.Flush()
 }
 
-// runningMounts lists the registered mounts whose daemon is alive; records
-// of dead daemons are removed.
-func runningMounts() []mountRecord {
-	dir, err := registryDir()
-	if err != nil {
-		return nil
+func pidText(pid int) string {
+	if pid == 0 {
+		return "-"
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	var out []mountRecord
-	for _, f := range files {
-		var r mountRecord
-		b, err := os.ReadFile(f)
-		if err != nil || json.Unmarshal(b, &r) != nil {
-			continue
-		}
-		if !processAlive(r.Pid) {
-			os.Remove(f)
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
+	return fmt.Sprint(pid)
+}
+
+// printJSON prints v indented, for scripts.
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,36 +22,53 @@ import (
 // the daemon of the mount holding the path (or the current directory, or
 // --mount).
 
-var mountFlag = &cli.StringFlag{Name: "mount", Usage: "the mount point (default: the mount holding the path or the current directory)"}
+var mountFlag = &cli.StringFlag{Name: "mount", Usage: "the mount point", DefaultText: "the mount holding the path or the current directory, else the only one"}
 
-// clientFor finds the daemon of the mount holding where, or of --mount.
-func clientFor(c *cli.Context, where string) (*unixsocket.Client, error) {
-	abs := where // a file's path, from absPath: its last element unresolved
-	switch m := c.String("mount"); {
-	case m != "":
-		where, abs = m, absDir(m)
-	case where == "":
-		where, _ = os.Getwd()
-		abs = absDir(where)
+// clientFor finds the daemon of the mount holding path, of --mount, or (with
+// neither) of the mount holding the working directory or the only one.
+func clientFor(c *cli.Context, path string) (*unixsocket.Client, error) {
+	if m := c.String("mount"); m != "" {
+		path = absDir(m)
 	}
-	rec, ok := findMount(abs)
-	if !ok {
-		return nil, cli.Exit(fmt.Sprintf("no running dshfs mount holds %s (pass --mount)", where), exitFailure)
+	rec, err := locate(path)
+	if err != nil {
+		return nil, err
 	}
 	return unixsocket.NewClient(rec.Socket), nil
 }
 
-// daemonError turns an answer of the daemon into the CLI's exit status:
-// what does not exist is a usage error, anything else a failure.
+// daemonError turns an error of a call to the daemon into the CLI's exit
+// status: what does not exist is "not found", a refusal because the file is
+// being written a conflict, a daemon that does not answer "not reachable".
 func daemonError(err error) error {
 	var apiErr *unixsocket.APIError
-	if errors.As(err, &apiErr) && (apiErr.Code == http.StatusNotFound || apiErr.Code == http.StatusBadRequest) {
-		return cli.Exit(apiErr.Message, exitUsage)
-	}
-	if errors.As(err, &apiErr) {
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound:
+		return cli.Exit(apiErr.Message, exitNotFound)
+	case errors.As(err, &apiErr) && apiErr.Code == http.StatusConflict:
+		return cli.Exit(apiErr.Message, exitToolError)
+	case errors.As(err, &apiErr):
 		return cli.Exit(apiErr.Message, exitFailure)
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return cli.Exit(err.Error()+"; dshfs status shows whether the mount's daemon runs", exitUnreachable)
 	}
 	return cli.Exit(err.Error(), exitFailure)
+}
+
+// checkVersions refuses, as usage errors, arguments that cannot name a
+// version: b3:<hex>, or at least 4 hex digits of one ("" is no argument).
+func checkVersions(args ...string) error {
+	for _, a := range args {
+		h := strings.ToLower(strings.TrimPrefix(a, "b3:"))
+		if a == "" {
+			continue
+		}
+		if len(h) < 4 || len(h) > 64 || strings.Trim(h, "0123456789abcdef") != "" {
+			return cli.Exit(fmt.Sprintf("%q is not a version: give b3:<hex>, or at least 4 hex digits of one (dshfs log lists them)", a), exitUsage)
+		}
+	}
+	return nil
 }
 
 // absPath is p made absolute, with the symlinks of its directory resolved:
@@ -94,6 +111,9 @@ func showCommand() *cli.Command {
 			if c.NArg() != 1 || i <= 0 || i == len(arg)-1 {
 				return cli.Exit("show takes PATH@VERSION, e.g. show main.go@b3:1f2e3d4c", exitUsage)
 			}
+			if err := checkVersions(arg[i+1:]); err != nil {
+				return err
+			}
 			path := absPath(arg[:i])
 			client, err := clientFor(c, path)
 			if err != nil {
@@ -120,6 +140,9 @@ func diffCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 || c.NArg() > 3 {
 				return cli.Exit("diff takes PATH and up to two versions", exitUsage)
+			}
+			if err := checkVersions(c.Args().Get(1), c.Args().Get(2)); err != nil {
+				return err
 			}
 			path := absPath(c.Args().Get(0))
 			client, err := clientFor(c, path)
@@ -148,6 +171,9 @@ func restoreCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
 				return cli.Exit("restore takes PATH and VERSION", exitUsage)
+			}
+			if err := checkVersions(c.Args().Get(1)); err != nil {
+				return err
 			}
 			path := absPath(c.Args().Get(0))
 			client, err := clientFor(c, path)
@@ -334,12 +360,6 @@ func gcCommand() *cli.Command {
 			return nil
 		},
 	}
-}
-
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func humanBytes(n int64) string {

@@ -17,18 +17,17 @@ import (
 // output to a log file in the state directory) and waits until it reports
 // that the mount and the socket are ready, or why it failed.
 func daemonize(o mountOptions, name string) error {
-	backing, _ := filepath.Abs(o.Backing)
 	stateDir := o.StateDir
 	if stateDir == "" {
 		var err error
-		if stateDir, err = defaultStateDir(backing); err != nil {
+		if stateDir, err = defaultStateDir(o.Backing); err != nil {
 			return cli.Exit(err.Error(), exitFailure)
 		}
 	}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return cli.Exit(err.Error(), exitFailure)
+		return cli.Exit(fmt.Sprintf("make the state directory: %v", err), exitFailure)
 	}
-	logPath := filepath.Join(stateDir, "dshfs.log")
+	logPath := filepath.Join(stateDir, logFileName)
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)
@@ -42,33 +41,7 @@ func daemonize(o mountOptions, name string) error {
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
-	args := []string{"mount", "--foreground", "--ready-fd", "3", "--state", stateDir}
-	if o.NoPolicy {
-		args = append(args, "--no-policy")
-	}
-	if o.AllowOther {
-		args = append(args, "--allow-other")
-	}
-	if o.KeepMax != 0 {
-		args = append(args, "--keep-max-bytes", strconv.FormatInt(o.KeepMax, 10))
-	}
-	if o.RetainBytes > 0 {
-		args = append(args, "--retain-bytes", strconv.FormatInt(o.RetainBytes, 10))
-	}
-	if o.RetainAge > 0 {
-		args = append(args, "--retain-age", o.RetainAge.String())
-	}
-	if o.MaxImageSize > 0 {
-		args = append(args, "--max-image-bytes", strconv.FormatInt(o.MaxImageSize, 10))
-	}
-	if o.ForgetActors > 0 {
-		args = append(args, "--forget-actors-after", o.ForgetActors.String())
-	}
-	if o.CacheTimeout > 0 {
-		args = append(args, "--cache-timeout", o.CacheTimeout.String())
-	}
-	args = append(args, "--", backing, o.Mountpoint)
-	cmd := exec.Command(self, args...)
+	cmd := exec.Command(self, daemonArgs(o, stateDir)...)
 	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = logFile, logFile, []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -87,8 +60,33 @@ func daemonize(o mountOptions, name string) error {
 	}
 	pid := cmd.Process.Pid
 	cmd.Process.Release()
-	fmt.Printf("%s: mounted %s at %s (pid %d, log %s)\n", name, backing, o.Mountpoint, pid, logPath)
+	fmt.Printf("%s: mounted %s at %s (pid %d, log %s)\n", name, o.Backing, o.Mountpoint, pid, logPath)
 	return nil
+}
+
+// logFileName, in the state directory, is a detached daemon's log.
+const logFileName = "dshfs.log"
+
+// daemonArgs are the arguments of the detached `dshfs mount --foreground`.
+func daemonArgs(o mountOptions, stateDir string) []string {
+	args := []string{"mount", "--foreground", "--ready-fd", "3", "--state", stateDir,
+		"--keep-max-bytes", strconv.FormatInt(o.KeepMax, 10),
+		"--retain-bytes", strconv.FormatInt(o.RetainBytes, 10),
+		"--retain-age", o.RetainAge.String(),
+		"--max-image-bytes", strconv.FormatInt(o.MaxImageSize, 10),
+		"--forget-actors-after", o.ForgetActors.String()}
+	for _, f := range []struct {
+		name string
+		on   bool
+	}{{"--no-policy", o.NoPolicy}, {"--allow-other", o.AllowOther}, {"--nonempty", o.NonEmpty}} {
+		if f.on {
+			args = append(args, f.name)
+		}
+	}
+	if o.CacheTimeout > 0 {
+		args = append(args, "--cache-timeout", o.CacheTimeout.String())
+	}
+	return append(args, "--", o.Backing, o.Mountpoint)
 }
 
 // readyPipe tells the waiting parent that the daemon is serving, or why it

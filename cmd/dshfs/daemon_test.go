@@ -61,39 +61,30 @@ func TestReadyPipeReportsOnce(t *testing.T) {
 // mount busy: it was detached instead), `dshfs unmount` says so rather than
 // reporting success, from the note the daemon leaves in its state directory.
 func TestUnmountReportsTheDaemonsFailure(t *testing.T) {
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	mnt, state := t.TempDir(), t.TempDir()
-	daemon := exec.Command("sleep", "30") // stands in for the daemon: SIGTERM ends it
-	if err := daemon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { daemon.Wait(); close(exited) }()
-	t.Cleanup(func() { daemon.Process.Kill(); <-exited })
-	if _, err := register(mountRecord{MountPoint: mnt, Backing: t.TempDir(), Socket: filepath.Join(state, "s.sock"), StateDir: state, Pid: daemon.Process.Pid}); err != nil {
-		t.Fatal(err)
+	fakeDaemon := func() mountEntry {
+		daemon := exec.Command("sleep", "30") // stands in for the daemon: SIGTERM ends it
+		if err := daemon.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { daemon.Wait(); close(exited) }()
+		t.Cleanup(func() { daemon.Process.Kill(); <-exited })
+		return mountEntry{systemMount: systemMount{MountPoint: mnt}, Record: mountRecord{MountPoint: mnt,
+			Socket: filepath.Join(state, "s.sock"), StateDir: state, Pid: daemon.Process.Pid}}
 	}
 	msg := "unmount " + mnt + ": detached, but still in use"
 	if err := os.WriteFile(filepath.Join(state, unmountErrorFile), []byte(msg+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := newApp().Run([]string{"dshfs", "unmount", mnt})
+	err := runUnmount(fakeDaemon())
 	var exit cli.ExitCoder
 	if !errors.As(err, &exit) || exit.ExitCode() != exitFailure || !strings.Contains(err.Error(), "exited, but: "+msg) {
 		t.Fatalf("unmount: %v, want exit %d with the daemon's failure", err, exitFailure)
 	}
 	// A clean exit leaves no note, and unmount succeeds.
 	os.Remove(filepath.Join(state, unmountErrorFile))
-	daemon2 := exec.Command("sleep", "30")
-	if err := daemon2.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go daemon2.Wait()
-	t.Cleanup(func() { daemon2.Process.Kill() })
-	if _, err := register(mountRecord{MountPoint: mnt, StateDir: state, Socket: filepath.Join(state, "s.sock"), Pid: daemon2.Process.Pid}); err != nil {
-		t.Fatal(err)
-	}
-	if err := newApp().Run([]string{"dshfs", "unmount", mnt}); err != nil {
+	if err := runUnmount(fakeDaemon()); err != nil {
 		t.Fatalf("clean unmount: %v", err)
 	}
 }

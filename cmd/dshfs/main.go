@@ -11,26 +11,28 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
-// Exit codes, documented in --help.
+// Exit codes, documented in --help and the README. Each means one thing.
 const (
-	exitOK        = 0
-	exitToolError = 1 // a tool call returned an error result
-	exitUsage     = 2 // bad flags or arguments
-	exitFailure   = 3 // the operation could not be carried out
+	exitOK          = 0
+	exitToolError   = 1 // a tool call returned an error result; a restore or rewind met a conflict
+	exitUsage       = 2 // bad flags or arguments
+	exitFailure     = 3 // the operation could not be carried out
+	exitNotFound    = 4 // no such mount, file, version or checkpoint, or the version's bytes are not kept
+	exitUnreachable = 5 // the mount was found, but its daemon cannot be reached
 )
 
+const exitStatusHelp = "Exit status: 0 success; 1 a tool call returned an error (or a restore or rewind met a\n" +
+	"conflict); 2 usage error; 3 failure; 4 not found (no such mount, file, version or checkpoint,\n" +
+	"or the version's bytes are not kept); 5 the mount's daemon cannot be reached."
+
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:    "dshfs",
 		Usage:   "a versioned workspace filesystem for AI coding agents",
-		Version: version,
+		Version: buildVersion(),
 		Description: "Every file in the workspace has a content-hash version (BLAKE3). The read, write and edit\n" +
 			"tools compare-and-swap against the version an agent last saw, so no agent write lands on a\n" +
-			"version it did not see.\n\n" +
-			"Exit status: 0 success; 1 a tool call returned an error; 2 usage error; 3 failure.",
+			"version it did not see.\n\n" + exitStatusHelp,
 		Commands: []*cli.Command{
 			mountCommand(),
 			unmountCommand(),
@@ -50,6 +52,22 @@ func newApp() *cli.App {
 		},
 		ExitErrHandler: func(c *cli.Context, err error) {},
 	}
+	for _, c := range app.Commands {
+		c.Action = failureUnlessCoded(c.Action)
+	}
+	return app
+}
+
+// failureUnlessCoded gives an action's uncoded error the failure status:
+// only flag parsing, before any action runs, returns one that means usage.
+func failureUnlessCoded(action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		err := action(c)
+		if _, ok := err.(cli.ExitCoder); err != nil && !ok {
+			return cli.Exit(err.Error(), exitFailure)
+		}
+		return err
+	}
 }
 
 func main() {
@@ -58,7 +76,13 @@ func main() {
 
 func run(args []string) int {
 	app := newApp()
+	unknown := ""
+	app.CommandNotFound = func(c *cli.Context, name string) { unknown = name }
 	err := app.Run(hoistFlags(app, args))
+	if unknown != "" {
+		fmt.Fprintf(os.Stderr, "dshfs: no command %q; dshfs help lists the commands\n", unknown)
+		return exitUsage
+	}
 	if err == nil {
 		return exitOK
 	}

@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/dshfs/dshfs/fusefs"
@@ -19,9 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// serveSocket serves the tools of a mounted workspace on a socket in its
-// state directory, and registers the mount so that `dshfs call` run inside
-// it finds the socket without flags. The returned function stops both.
+// serveSocket serves the tools of a mounted workspace on the socket in its
+// state directory (the mount's root names it: see registry.go). The
+// returned function stops serving.
 func serveSocket(store *versionstore.Store, fsys *fusefs.FS, o mountOptions, backing, mnt string, log *slog.Logger) (string, func(), error) {
 	var pol *policy.Policy
 	if !o.NoPolicy {
@@ -34,7 +30,7 @@ func serveSocket(store *versionstore.Store, fsys *fusefs.FS, o mountOptions, bac
 	if err != nil {
 		return "", nil, err
 	}
-	socket := filepath.Join(o.StateDir, "dshfs.sock")
+	socket := socketPath(o.StateDir)
 	srv := unixsocket.NewServer(unixsocket.Config{
 		Tools:  svc,
 		Logger: log,
@@ -61,10 +57,6 @@ func serveSocket(store *versionstore.Store, fsys *fusefs.FS, o mountOptions, bac
 			log.Error("serve socket", "err", err)
 		}
 	}()
-	reg, err := register(mountRecord{MountPoint: mnt, Backing: backing, Socket: socket, StateDir: o.StateDir, Pid: os.Getpid()})
-	if err != nil {
-		log.Warn("register mount", "err", err)
-	}
 	stopForgetting := func() {}
 	if pol != nil {
 		stopForgetting = forgetIdleActors(pol, o.ForgetActors, log)
@@ -72,9 +64,6 @@ func serveSocket(store *versionstore.Store, fsys *fusefs.FS, o mountOptions, bac
 	return socket, func() {
 		stopForgetting()
 		l.Close()
-		if reg != "" {
-			os.Remove(reg)
-		}
 	}, nil
 }
 
@@ -133,53 +122,4 @@ func forgetIdleActors(pol *policy.Policy, idle time.Duration, log *slog.Logger) 
 		}
 	}()
 	return func() { close(stop); <-done }
-}
-
-// mountRecord is what a running mount registers for the CLI to find it.
-type mountRecord struct {
-	MountPoint string `json:"mount_point"`
-	Backing    string `json:"backing"`
-	Socket     string `json:"socket"`
-	StateDir   string `json:"state_dir"`
-	Pid        int    `json:"pid"`
-}
-
-// registryDir holds one record per running mount of this user.
-func registryDir() (string, error) {
-	base, err := userStateDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(base, "dshfs", "mounts"), nil
-}
-
-func register(r mountRecord) (string, error) {
-	dir, err := registryDir()
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	b, _ := json.Marshal(r)
-	// Named for the whole state directory: two --state directories may
-	// share their last element.
-	sum := sha256.Sum256([]byte(r.StateDir))
-	path := filepath.Join(dir, filepath.Base(r.StateDir)+"-"+hex.EncodeToString(sum[:6])+".json")
-	return path, os.WriteFile(path, b, 0o600)
-}
-
-// findMount returns the registered mount containing dir, through its mount
-// point or its backing directory (the deepest first).
-func findMount(dir string) (mountRecord, bool) {
-	var best mountRecord
-	bestLen := 0
-	for _, r := range runningMounts() {
-		for _, root := range []string{r.MountPoint, r.Backing} {
-			if rel, err := filepath.Rel(root, dir); err == nil && (rel == "." || filepath.IsLocal(rel)) && len(root) > bestLen {
-				best, bestLen = r, len(root)
-			}
-		}
-	}
-	return best, best.Socket != ""
 }

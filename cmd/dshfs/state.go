@@ -7,10 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"unicode"
 )
 
 // defaultStateDir is where a workspace's index lives: outside the workspace,
-// under the user's state directory, one folder per real workspace path.
+// under the user's state directory, one folder per real workspace path,
+// named so a person can tell them apart: <last element>-<8 hex digits of a
+// hash of the whole path>, e.g. ws-1f2e3d4c. A folder of the old name
+// (ws-<16 hex digits>, whatever the workspace) is moved to the new name,
+// unless a mount still uses it.
 func defaultStateDir(workspace string) (string, error) {
 	real, err := filepath.EvalSymlinks(workspace)
 	if err != nil {
@@ -21,7 +27,48 @@ func defaultStateDir(workspace string) (string, error) {
 		return "", err
 	}
 	sum := sha256.Sum256([]byte(real))
-	return filepath.Join(base, "dshfs", "ws-"+hex.EncodeToString(sum[:8])), nil
+	dir := filepath.Join(base, "dshfs", stateName(real)+"-"+hex.EncodeToString(sum[:4]))
+	legacy := filepath.Join(base, "dshfs", "ws-"+hex.EncodeToString(sum[:8]))
+	if _, err := os.Stat(dir); err == nil || !isDir(legacy) {
+		return dir, nil
+	}
+	for _, m := range systemMounts() {
+		if m.Backing == real {
+			return legacy, nil // its daemon serves its socket there
+		}
+	}
+	if err := os.Rename(legacy, dir); err != nil {
+		return legacy, nil
+	}
+	fmt.Fprintf(os.Stderr, "dshfs: moved the state directory %s to %s\n", legacy, dir)
+	return dir, nil
+}
+
+// stateName is the readable part of a state directory's name: the
+// workspace's last element, at most 32 letters, digits or ._- (anything
+// else becomes _).
+func stateName(workspace string) string {
+	name := filepath.Base(workspace)
+	if name == "/" || name == "." {
+		name = "root"
+	}
+	var b strings.Builder
+	for i, r := range []rune(name) {
+		if i == 32 {
+			break
+		}
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("._-", r) {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // userStateDir follows the XDG base directory spec on Linux and the
@@ -32,7 +79,7 @@ func userStateDir() (string, error) {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", fmt.Errorf("find the state directory: %w", err)
+		return "", fmt.Errorf("find the state directory: %w (set HOME or XDG_STATE_HOME)", err)
 	}
 	if runtime.GOOS == "darwin" {
 		return filepath.Join(home, "Library", "Application Support"), nil

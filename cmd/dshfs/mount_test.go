@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A missing mount point is made; one that holds files is refused unless
+// nonempty; one inside the backing directory is refused before it is made.
+func TestPrepareMountpoint(t *testing.T) {
+	backing, dir := t.TempDir(), t.TempDir()
+	mnt := filepath.Join(dir, "a", "mnt")
+	got, err := prepareMountpoint(backing, mnt, false)
+	if err != nil || got != mnt {
+		t.Fatalf("missing mount point: %q, %v", got, err)
+	}
+	if fi, err := os.Stat(mnt); err != nil || !fi.IsDir() {
+		t.Fatalf("the mount point was not made: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "kept.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = prepareMountpoint(backing, mnt, false)
+	if err == nil || !strings.Contains(err.Error(), "is not empty (it holds kept.txt)") || !strings.Contains(err.Error(), "pass --nonempty") {
+		t.Fatalf("non-empty mount point: %v", err)
+	}
+	if _, err := prepareMountpoint(backing, mnt, true); err != nil {
+		t.Fatalf("non-empty mount point with --nonempty: %v", err)
+	}
+	inner := filepath.Join(backing, "inner")
+	if _, err := prepareMountpoint(backing, inner, false); err == nil || !strings.Contains(err.Error(), "inside the backing directory") {
+		t.Fatalf("mount point inside the backing directory: %v", err)
+	}
+	if _, err := os.Stat(inner); err == nil {
+		t.Fatal("a refused mount point was made")
+	}
+}
+
+// fusermount3's own words, then the fix this machine needs.
+func TestExplainMountFailure(t *testing.T) {
+	goFuse := errors.New("mount: fusermount exited with code 256\n")
+	said := []string{"/usr/bin/fusermount3: failed to open /dev/fuse: Permission denied"}
+	err := explainMountFailure(goFuse, said, false)
+	if !strings.HasPrefix(err.Error(), "mount failed: /usr/bin/fusermount3: failed to open /dev/fuse: Permission denied") {
+		t.Fatalf("explained as %q", err)
+	}
+	if err := explainMountFailure(goFuse, nil, false); !strings.HasPrefix(err.Error(), "mount: fusermount exited with code 256") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("with nothing said: %q", err)
+	}
+}
+
+// Help shows each flag's default once: urfave/cli prints it from Value or
+// DefaultText, so no Usage says it again.
+func TestHelpDefaultsOnce(t *testing.T) {
+	app := newApp()
+	for _, c := range app.Commands {
+		var buf bytes.Buffer
+		app.Writer = &buf
+		if err := app.Run([]string{"dshfs", "help", c.Name}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), "--help, -h") {
+			t.Fatalf("dshfs help %s printed %q", c.Name, buf.String())
+		}
+		for _, line := range strings.Split(buf.String(), "\n") {
+			if strings.Count(line, "(default:") > 1 {
+				t.Errorf("dshfs %s --help: %q", c.Name, strings.TrimSpace(line))
+			}
+		}
+	}
+}
