@@ -6,7 +6,7 @@ PKGS        := ./...
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
 
-.PHONY: all build test lint fuzz bench stress tools
+.PHONY: all build test lint fuzz bench stress tools harness-check
 
 all: build test lint
 
@@ -45,3 +45,10 @@ bench:
 stress:
 	DSHFS_STRESS=30s $(GO) test -race -count=1 -run 'Concurrent' ./integration
 	$(GO) test -race -count=20 -run 'Concurrent' ./versionstore ./toolapi
+
+# The real Claude Code, Codex and OpenCode (pinned in integration/testdata/harness,
+# installed with npm into the user's cache) against a real mount, each model
+# played by a local stand-in: what reaches the model is dshfs's text, not JSON.
+# Needs node, npm and root or fusermount3; not part of make test.
+harness-check:
+	bash integration/testdata/harness/run.sh
