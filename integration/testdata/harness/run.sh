@@ -64,7 +64,10 @@ mkdir -p "$cache"
 # per-platform packages, so no lock can list them all and npm ci refuses it.
 if ! cmp -s "$here/package-lock.json" "$cache/pinned-lock.json" || [ ! -d "$cache/node_modules" ]; then
 	cp "$here/package.json" "$here/package-lock.json" "$cache/"
-	(cd "$cache" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+	# OpenCode's install script runs opencode, which makes its XDG directories:
+	# throwaway ones, not the caller's.
+	(cd "$cache" && XDG_CONFIG_HOME=$tmp/npm/config XDG_CACHE_HOME=$tmp/npm/cache XDG_DATA_HOME=$tmp/npm/data \
+		XDG_STATE_HOME=$tmp/npm/state npm install --no-audit --no-fund --loglevel=error >/dev/null)
 	cp "$here/package-lock.json" "$cache/pinned-lock.json"
 fi
 
