@@ -13,7 +13,7 @@ VERSION     ?= $(shell v=$$(git describe --tags --always --dirty=+dirty --abbrev
                  echo "$$v ($$(TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd))")
 LDFLAGS     := $(if $(VERSION),-ldflags "-X 'main.version=$(VERSION)'")
 
-.PHONY: all build install test lint fuzz bench stress tools
+.PHONY: all build install test lint fuzz bench stress tools harness-check
 
 all: build test lint
 
@@ -60,3 +60,10 @@ bench:
 stress:
 	DSHFS_STRESS=30s $(GO) test -race -count=1 -run 'Concurrent' ./integration
 	$(GO) test -race -count=20 -run 'Concurrent' ./versionstore ./toolapi
+
+# The real Claude Code, Codex and OpenCode (pinned in integration/testdata/harness,
+# installed with npm into the user's cache) against a real mount, each model
+# played by a local stand-in: what reaches the model is dshfs's text, not JSON.
+# Needs node, npm and root or fusermount3; not part of make test.
+harness-check:
+	bash integration/testdata/harness/run.sh
