@@ -88,13 +88,22 @@ func (s *Store) syncKnown(key string, r record, st *SyncStats) {
 	if r.FP == fp && !fp.racy(r.Recorded) && !r.Version.IsZero() && (!s.objects.keeps(fi.Size()) || s.kept(r.Version)) {
 		return
 	}
-	if n, read := s.syncFile(key, s.retain.stored.Load() < s.retain.budget); read {
+	if n, read := s.syncFile(key, s.withinBudget()); read {
 		st.Read++
 		st.Kept += n
 		if n == 0 && fi.Size() > 0 {
 			st.Skipped++
 		}
 	}
+}
+
+// withinBudget reports whether the object store, with the bytes waiting in
+// the batch, is within its retention budget.
+func (s *Store) withinBudget() bool {
+	s.mount.mu.Lock()
+	pending := s.mount.pendingBytes
+	s.mount.mu.Unlock()
+	return s.retain.stored.Load()+pending < s.retain.budget
 }
 
 // syncFile records what is at key now and keeps its bytes if keep (and the

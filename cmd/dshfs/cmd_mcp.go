@@ -128,7 +128,7 @@ func handOver(ctx context.Context, client *unixsocket.Client, req unixsocket.MCP
 // socket; state is where the session stands (zero: not yet initialized).
 func serveMCP(ctx context.Context, client *unixsocket.Client, defs []unixsocket.ToolDef, req unixsocket.MCPRequest, state *mcp.ServerSessionState) error {
 	server := mcptools.NewServer(defs, mcptools.FromClient(client, req.Actor, req.Cwd),
-		mcptools.Options{Version: version, Structured: req.StructuredContent})
+		mcptools.Options{Version: buildVersion(), Structured: req.StructuredContent})
 	var opts *mcp.ServerSessionOptions
 	if state.InitializeParams != nil {
 		opts = &mcp.ServerSessionOptions{State: state}

@@ -72,7 +72,7 @@ func serveSocket(store *versionstore.Store, fsys *fusefs.FS, o mountOptions, bac
 func mcpSessions(svc *toolapi.Service) func(context.Context, unixsocket.MCPSession) error {
 	return func(ctx context.Context, s unixsocket.MCPSession) error {
 		server := mcptools.NewServer(svc.Tools(), mcptools.FromService(svc, s.Actor, s.Cwd), mcptools.Options{
-			Version:    version,
+			Version:    buildVersion(),
 			Structured: s.StructuredContent,
 			OnInitialized: func(p *mcp.InitializeParams) {
 				if b, err := json.Marshal(p); err == nil {
