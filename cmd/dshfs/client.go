@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+
+	unixsocket "github.com/dshfs/dshfs/unix-socket"
+	"github.com/urfave/cli/v2"
+)
+
+// What the commands that talk to a mount's daemon share: finding it (the
+// mount holding the path, the current directory, --mount, or the only
+// one), turning its answers into exit statuses, and reading paths and
+// versions from the command line.
+
+var mountFlag = &cli.StringFlag{Name: "mount", Usage: "the mount point", DefaultText: "the mount holding the path or the current directory, else the only one"}
+
+// clientFor finds the daemon of the mount holding path, of --mount, or (with
+// neither) of the mount holding the working directory or the only one.
+func clientFor(c *cli.Context, path string) (*unixsocket.Client, error) {
+	if m := c.String("mount"); m != "" {
+		path = absDir(m)
+	}
+	rec, err := locate(path)
+	if err != nil {
+		return nil, err
+	}
+	return unixsocket.NewClient(rec.Socket), nil
+}
+
+// daemonError turns an error of a call to the daemon into the CLI's exit
+// status: what does not exist is "not found", a refusal because the file is
+// being written a conflict, a daemon that does not answer "not reachable".
+func daemonError(err error) error {
+	var apiErr *unixsocket.APIError
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound:
+		return cli.Exit(apiErr.Message, exitNotFound)
+	case errors.As(err, &apiErr) && apiErr.Code == http.StatusConflict:
+		return cli.Exit(apiErr.Message, exitToolError)
+	case errors.As(err, &apiErr):
+		return cli.Exit(apiErr.Message, exitFailure)
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return cli.Exit(err.Error()+"; dshfs status shows whether the mount's daemon runs", exitUnreachable)
+	}
+	return cli.Exit(err.Error(), exitFailure)
+}
+
+// checkVersions refuses, as usage errors, arguments that cannot name a
+// version: b3:<hex>, or at least 4 hex digits of one ("" is no argument).
+func checkVersions(args ...string) error {
+	for _, a := range args {
+		h := strings.ToLower(strings.TrimPrefix(a, "b3:"))
+		if a == "" {
+			continue
+		}
+		if len(h) < 4 || len(h) > 64 || strings.Trim(h, "0123456789abcdef") != "" {
+			return cli.Exit(fmt.Sprintf("%q is not a version: give b3:<hex>, or at least 4 hex digits of one (dshfs log lists them)", a), exitUsage)
+		}
+	}
+	return nil
+}
+
+// absPath is p made absolute, with the symlinks of its directory resolved:
+// a mount is registered under its real path, however the caller spells it
+// (a symlinked parent, $PWD). The last element is left for the daemon to
+// resolve as a tool would.
+func absPath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	dir, base := filepath.Split(abs)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		return filepath.Join(real, base)
+	}
+	return abs
+}
+
+// absDir is the real path of the directory dir.
+func absDir(dir string) string {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		if abs, err := filepath.Abs(real); err == nil {
+			return abs
+		}
+	}
+	return absPath(dir)
+}

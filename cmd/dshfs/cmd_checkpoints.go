@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+func checkpointsCommand() *cli.Command {
+	var asJSON bool
+	return &cli.Command{
+		Name:  "checkpoints",
+		Usage: "list the checkpoints, oldest first",
+		Flags: []cli.Flag{mountFlag, &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &asJSON}},
+		Action: func(c *cli.Context) error {
+			client, err := clientFor(c, "")
+			if err != nil {
+				return err
+			}
+			cps, err := client.Checkpoints(c.Context)
+			if err != nil {
+				return daemonError(err)
+			}
+			if asJSON {
+				return printJSON(cps)
+			}
+			if len(cps) == 0 {
+				fmt.Println("no checkpoints")
+				return nil
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tTIME\tFILES\t")
+			for _, cp := range cps {
+				note := ""
+				if cp.Auto {
+					note = "(made by a rewind)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", cp.Name, cp.Time.Local().Format(time.DateTime), cp.Files, note)
+			}
+			return tw.Flush()
+		},
+	}
+}
