@@ -129,6 +129,9 @@ func (s *Store) GC(progress func(done, total int)) (GCResult, error) {
 			if err := objs.Delete(c.v[:]); err != nil {
 				return err
 			}
+			if err := noteUnkept(tx, c.v, unkeptCollected); err != nil {
+				return err
+			}
 			if c.inFile {
 				files = append(files, c.v)
 			}

@@ -77,13 +77,14 @@ type HistoryEntry struct {
 	Time    time.Time `json:"time"`
 	Writer  Writer    `json:"writer"`
 	Deleted bool      `json:"deleted,omitempty"`
-	// Kept says the version's bytes are in the object store (set when
-	// history is read, never stored).
-	Kept bool `json:"kept,omitempty"`
+	// Kept says the version's bytes are in the object store, and NotKept
+	// why not (both set when history is read, never stored).
+	Kept    bool   `json:"kept,omitempty"`
+	NotKept string `json:"not_kept,omitempty"`
 }
 
 func initBuckets(tx *bolt.Tx) error {
-	for _, name := range [][]byte{bucketMeta, bucketFiles, bucketHistory, bucketObjects, bucketJournal, bucketCheckpoints} {
+	for _, name := range [][]byte{bucketMeta, bucketFiles, bucketHistory, bucketObjects, bucketJournal, bucketCheckpoints, bucketUnkept} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}

@@ -33,8 +33,10 @@ type Change struct {
 	// Op is what happened to the path: "create", "write", "delete", or
 	// "rename" (to this path From, or from this path To).
 	Op string `json:"op"`
-	// Kept says the bytes of Version are in the object store.
-	Kept bool `json:"kept,omitempty"`
+	// Kept says the bytes of Version are in the object store, NotKept
+	// why not.
+	Kept    bool   `json:"kept,omitempty"`
+	NotKept string `json:"not_kept,omitempty"`
 }
 
 // Changes returns the changes q selects, newest first.
@@ -54,7 +56,8 @@ func (s *Store) Changes(q ChangeQuery) ([]Change, error) {
 			if !q.selects(e) {
 				continue
 			}
-			out = append(out, Change{JournalEntry: e, Op: e.op(), Kept: !e.Version.IsZero() && hasObject(tx, e.Version)})
+			out = append(out, Change{JournalEntry: e, Op: e.op(), Kept: !e.Version.IsZero() && hasObject(tx, e.Version),
+				NotKept: s.notKept(tx, e.Version, 0)})
 			if q.Limit > 0 && len(out) == q.Limit {
 				break
 			}

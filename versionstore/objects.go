@@ -154,6 +154,9 @@ func (o *objectStore) writeFile(p packed) error {
 // reports the bytes the object adds.
 func putObject(tx *bolt.Tx, p packed) (int64, error) {
 	b := tx.Bucket(bucketObjects)
+	if err := tx.Bucket(bucketUnkept).Delete(p.version[:]); err != nil {
+		return 0, err
+	}
 	if old := b.Get(p.version[:]); old != nil {
 		if p.file == nil && old[0] == objFile {
 			// The new copy is inline; the old entry named a file.

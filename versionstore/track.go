@@ -377,6 +377,7 @@ func (s *Store) History(key string) ([]HistoryEntry, error) {
 		}
 		for i := range out {
 			out[i].Kept = !out[i].Version.IsZero() && hasObject(tx, out[i].Version)
+			out[i].NotKept = s.notKept(tx, out[i].Version, out[i].Size)
 		}
 		return nil
 	})
