@@ -82,6 +82,7 @@ func NewServer(cfg Config) *Server {
 	s.mux.HandleFunc("GET /v1/history", s.history)
 	s.mux.HandleFunc("GET /v1/log", s.log)
 	s.mux.HandleFunc("POST /v1/mcp", s.mcp)
+	s.mux.HandleFunc("GET /v1/openapi.json", s.openAPI)
 	s.mux.HandleFunc("POST /v1/restore", s.restore)
 	s.mux.HandleFunc("POST /v1/rewind", s.needStore(s.rewind))
 	s.mux.HandleFunc("GET /v1/show", s.show)

@@ -28,6 +28,7 @@ type daemon struct {
 	ws, socket string
 	client     *Client
 	svc        *toolapi.Service
+	store      *versionstore.Store
 }
 
 // startDaemon serves a fresh workspace on a socket in t.TempDir().
@@ -38,11 +39,16 @@ func startDaemon(t testing.TB, maxBody int64) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.store = store
 	pol, _ := policy.New(store.DB(), policy.Options{})
 	d.svc, _ = toolapi.New(store, pol, toolapi.Config{})
 	srv := NewServer(Config{
-		Tools:   d.svc,
-		Status:  func() Status { return Status{Backing: d.ws, Socket: d.socket} },
+		Tools: d.svc,
+		Status: func() Status {
+			acts, _ := pol.Activity() // as the daemon's own (cmd/dshfs/serve.go)
+			return Status{Backing: d.ws, Socket: d.socket,
+				Actors: ActorSummary{Count: len(acts), Recent: acts[:min(len(acts), MaxRecentActors)]}}
+		},
 		MaxBody: maxBody,
 		Store:   store,
 	})
