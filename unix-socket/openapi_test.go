@@ -113,6 +113,9 @@ func TestOpenAPIConformance(t *testing.T) {
 	c.checkpoints()
 	c.rewind()
 	c.collection()
+	c.session()
+	c.processes()
+	c.mcp()
 	c.noStore()
 	c.corruption()
 	c.get("/v1/openapi.json", 200, loose)
@@ -232,7 +235,7 @@ func (c *conformance) showAndDiff() {
 
 	c.get("/v1/diff?path=f.txt", 200)
 	c.get("/v1/diff?path=f.txt&from="+oldest+"&to="+newest[3:11], 200)
-	c.get("/v1/diff", 400, bad)
+	c.get("/v1/diff", 400) // neither a path nor since
 	c.get("/v1/diff?path=f.txt&to="+newest, 400)
 	c.get("/v1/diff?path=p.png", 404) // one version
 	c.get("/v1/diff?path=f.txt&from="+absentPrefix(c.f), 404)
@@ -269,6 +272,8 @@ func (c *conformance) checkpoints() {
 	c.post("/v1/checkpoints", `{"name":"a/b"}`, 400, bad)
 	c.post("/v1/checkpoints", `{"name":`, 400, bad)
 	c.post("/v1/checkpoints", `{"name":"x"`+strings.Repeat(" ", 2<<20)+`}`, 413)
+	c.send(exchange{method: "POST", target: "/v1/checkpoints", body: `{"name":"streamed"}`, code: 200,
+		header: map[string]string{"Accept": "application/x-ndjson"}}, nil)
 	c.get("/v1/checkpoints", 200)
 }
 
@@ -325,6 +330,40 @@ func actions(r RewindResult) []string {
 func (c *conformance) collection() {
 	c.post("/v1/gc", `{}`, 200)
 	c.send(exchange{method: "POST", target: "/v1/gc", code: 200}, nil) // no body
+}
+
+// session: the workspace's log, and one diff of its changes since a
+// checkpoint or a time.
+func (c *conformance) session() {
+	c.get("/v1/log", 200)
+	c.get("/v1/log?since=before&limit=2", 200)
+	c.get("/v1/log?since=30m&path=f.txt&path=new.txt", 200)
+	c.get("/v1/log?since=no-such-thing", 404)
+	c.get("/v1/log?path=sub%2Fx", 200)
+	c.get("/v1/log?path=..%2Fx", 400)
+	c.get("/v1/diff?since=before", 200)
+	c.get("/v1/diff?since=before&path=f.txt&path=new.txt", 200)
+	c.get("/v1/diff?since=no-such-thing", 404)
+	c.get("/v1/diff?since=before&path=..%2Fx", 400)
+}
+
+// processes: a harness registers the process that runs its shell.
+func (c *conformance) processes() {
+	pid := strconv.Itoa(os.Getpid())
+	c.post("/v1/actors/harness-1/processes", `{"pid":`+pid+`}`, 200)
+	c.post("/v1/actors/harness-1/processes", `{"pid":0}`, 400, bad)
+	c.post("/v1/actors/harness-1/processes", `{"pid":`, 400, bad)
+	c.post("/v1/actors/harness-1/processes", `{"pid":1`+strings.Repeat(" ", 2<<20)+`}`, 413)
+	c.do(c.bare, exchange{method: "POST", target: "/v1/actors/harness-1/processes", body: `{"pid":` + pid + `}`, code: 404})
+}
+
+// mcp: the refusals of a session hand-over (the hand-over itself passes
+// descriptors, which only a real dshfs mcp does).
+func (c *conformance) mcp() {
+	upgrade := map[string]string{"Connection": "Upgrade", "Upgrade": "dshfs-mcp-fds"}
+	c.send(exchange{method: "POST", target: "/v1/mcp", body: `{"actor":"a\u0000"}`, code: 400, bad: true, header: upgrade}, nil)
+	c.send(exchange{method: "POST", target: "/v1/mcp", body: `{"actor":"a"}`, code: 404, header: upgrade}, nil)
+	c.send(exchange{method: "POST", target: "/v1/mcp", body: `{"actor":"a"` + strings.Repeat(" ", 2<<20) + `}`, code: 413, header: upgrade}, nil)
 }
 
 // noStore: a daemon without a version store serves no checkpoints.

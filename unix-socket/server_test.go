@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"io"
@@ -51,6 +52,12 @@ func startDaemon(t testing.TB, maxBody int64) *daemon {
 		},
 		MaxBody: maxBody,
 		Store:   store,
+		RegisterProcess: func(actor string, pid int) error {
+			if pid <= 0 {
+				return fmt.Errorf("no process %d", pid)
+			}
+			return nil
+		},
 	})
 	l, err := Listen(d.socket)
 	if err != nil {
