@@ -2,12 +2,14 @@ package integration
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,8 +43,9 @@ func TestScripts(t *testing.T) {
 		Dir:         "testdata/script",
 		WorkdirRoot: traversableTempDir(t),
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"exits":   exitsCmd,
-			"devfuse": devfuseCmd,
+			"exits":     exitsCmd,
+			"devfuse":   devfuseCmd,
+			"jsonfield": jsonfieldCmd,
 		},
 		Condition: scriptCondition,
 		Setup: func(env *testscript.Env) error {
@@ -186,4 +189,35 @@ func scriptCondition(cond string) (bool, error) {
 		return false, fmt.Errorf("a normal user's mount needs a setuid fusermount3 (apt-get install fuse3): %w", err)
 	}
 	return err == nil, nil
+}
+
+// jsonfieldCmd prints, sorted and each once, the values of one field of the
+// objects in the JSON array the last command printed: `jsonfield path`
+// after `dshfs log --json` lists the paths changed. With `-set VAR N` it
+// instead sets VAR to the field of the N-th object.
+func jsonfieldCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 && !(len(args) == 4 && args[0] == "-set") {
+		ts.Fatalf("usage: jsonfield FIELD | jsonfield -set VAR N FIELD")
+	}
+	var objs []map[string]any
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile("stdout")), &objs))
+	if args[0] == "-set" {
+		n, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		if n >= len(objs) {
+			ts.Fatalf("jsonfield: %d objects, no %d-th", len(objs), n)
+		}
+		ts.Setenv(args[1], fmt.Sprint(objs[n][args[3]]))
+		return
+	}
+	seen := map[string]bool{}
+	var vals []string
+	for _, o := range objs {
+		if v, ok := o[args[0]]; ok && !seen[fmt.Sprint(v)] {
+			seen[fmt.Sprint(v)] = true
+			vals = append(vals, fmt.Sprint(v))
+		}
+	}
+	sort.Strings(vals)
+	fmt.Fprintln(ts.Stdout(), strings.Join(vals, "\n"))
 }

@@ -193,9 +193,12 @@ func (c *Client) Restore(ctx context.Context, req RestoreRequest) (Restored, err
 }
 
 // Checkpoint records a checkpoint ("" names it cp-N).
-func (c *Client) Checkpoint(ctx context.Context, name string) (Checkpoint, error) {
+//
+// The first checkpoint reads the whole workspace: progress, if set, is told
+// how far it has got.
+func (c *Client) Checkpoint(ctx context.Context, name string, progress func(Progress)) (Checkpoint, error) {
 	var out Checkpoint
-	return out, c.do(ctx, http.MethodPost, "/v1/checkpoints", CheckpointRequest{Name: name}, &out)
+	return out, c.stream(ctx, "/v1/checkpoints", CheckpointRequest{Name: name}, progress, &out)
 }
 
 // Checkpoints lists the checkpoints, oldest first.
@@ -246,6 +249,7 @@ func (c *Client) stream(ctx context.Context, path string, body any, progress fun
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/x-ndjson")
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("reach the dshfs daemon at %s: %w", c.Socket, err)

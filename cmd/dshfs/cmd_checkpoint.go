@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/urfave/cli/v2"
 )
@@ -9,10 +10,12 @@ import (
 func checkpointCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "checkpoint",
-		Usage:     "record a checkpoint of the whole workspace (cheap: nothing is copied)",
+		Usage:     "record a checkpoint of the whole workspace",
 		ArgsUsage: "[NAME]",
 		Description: "Pins the version every file has now; `dshfs rewind NAME` brings them back. Without a name the\n" +
-			"checkpoint is called cp-N.",
+			"checkpoint is called cp-N. Every file counts, not only those dshfs has seen: the first checkpoint\n" +
+			"reads the whole workspace and keeps every file's bytes (within --retain-bytes), drawing a\n" +
+			"progress bar on a terminal; later ones look at each file and read only what changed.",
 		Flags: []cli.Flag{mountFlag},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
@@ -22,7 +25,9 @@ func checkpointCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			cp, err := client.Checkpoint(c.Context, c.Args().First())
+			bar := newProgressBar(os.Stderr, "checkpoint")
+			cp, err := client.Checkpoint(c.Context, c.Args().First(), bar.update)
+			bar.done()
 			if err != nil {
 				return daemonError(err)
 			}

@@ -1,22 +1,36 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/dshfs/dshfs/toolapi"
+	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/urfave/cli/v2"
 )
 
 func diffCommand() *cli.Command {
+	var since string
 	return &cli.Command{
 		Name:      "diff",
-		Usage:     "show how a file changed between two versions, as a unified diff",
-		ArgsUsage: "PATH [V1 [V2]]",
-		Description: "With no version, the two newest versions are compared; with one, that version against the\n" +
-			"newest. Versions as for show.",
-		Flags: []cli.Flag{mountFlag},
+		Usage:     "show, as a unified diff, how a file changed between two versions, or everything changed since a checkpoint",
+		ArgsUsage: "PATH [V1 [V2]] | --since CHECKPOINT [PATH...]",
+		Description: "With a path and no version, the newest version against the content it replaced (an editor's\n" +
+			"rename-over save is a change of content, not a new file); with one version, that version against\n" +
+			"the newest; with two, the two. Versions as for show.\n\n" +
+			"With --since (a checkpoint's name, a time or a duration), one diff of every file changed since —\n" +
+			"edits, creations, deletions, renames, writes straight into the backing directory — in path order,\n" +
+			"paths relative to the workspace (a/ before, b/ after); paths limit it. Binary files and files\n" +
+			"whose bytes are not kept are named, not shown.",
+		Flags: []cli.Flag{mountFlag,
+			&cli.StringFlag{Name: "since", Usage: "diff the workspace's changes since a checkpoint, a time or a duration ago", Destination: &since},
+		},
 		Action: func(c *cli.Context) error {
+			if since != "" {
+				return runSessionDiff(c, since, c.Args().Slice())
+			}
 			if c.NArg() < 1 || c.NArg() > 3 {
-				return cli.Exit("diff takes PATH and up to two versions", exitUsage)
+				return cli.Exit("diff takes PATH and up to two versions, or --since CHECKPOINT and paths", exitUsage)
 			}
 			if err := checkVersions(c.Args().Get(1), c.Args().Get(2)); err != nil {
 				return err
@@ -27,11 +41,31 @@ func diffCommand() *cli.Command {
 				return err
 			}
 			d, err := client.Diff(c.Context, "", path, c.Args().Get(1), c.Args().Get(2))
-			if err != nil {
-				return daemonError(err)
-			}
-			fmt.Print(d)
-			return nil
+			return printDiff(d, err)
 		},
 	}
+}
+
+// runSessionDiff prints one diff of the workspace's changes since since.
+func runSessionDiff(c *cli.Context, since string, paths []string) error {
+	for i := range paths {
+		paths[i] = absPath(paths[i])
+	}
+	client, err := clientFor(c, first(paths))
+	if err != nil {
+		return err
+	}
+	return printDiff(sessionDiff(c.Context, client, since, paths))
+}
+
+func sessionDiff(ctx context.Context, client *unixsocket.Client, since string, paths []string) (string, error) {
+	return client.SessionDiff(ctx, toolapi.SessionQuery{Since: since, Paths: paths})
+}
+
+func printDiff(d string, err error) error {
+	if err != nil {
+		return daemonError(err)
+	}
+	fmt.Print(d)
+	return nil
 }

@@ -2,48 +2,120 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
+	"github.com/dshfs/dshfs/toolapi"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/dshfs/dshfs/versionstore"
 	"github.com/urfave/cli/v2"
 )
 
+// logOptions are the flags of `dshfs log`.
+type logOptions struct {
+	Paths  []string
+	Since  string
+	Limit  int
+	JSON   bool
+	Mount  string
+	single bool // one path, no --since: that file's versions
+}
+
 func logCommand() *cli.Command {
-	var asJSON bool
+	var o logOptions
 	return &cli.Command{
 		Name:      "log",
-		Usage:     "show the version history of a file in a running mount, newest first",
-		ArgsUsage: "PATH",
-		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &asJSON}},
+		Usage:     "show what changed in a running mount, newest first: the workspace's changes, or one file's versions",
+		ArgsUsage: "[PATH...]",
+		Description: "With no path, or with --since, every change to the workspace, newest first — path, what\n" +
+			"happened (create, write, delete, rename), the version, who made it and when — by tools, shells,\n" +
+			"editors, git and writes straight into the backing directory alike; paths limit it to themselves\n" +
+			"and what is below them. With one path and no --since, that file's versions and whether their\n" +
+			"bytes are kept (and why not).\n\n" +
+			"--since takes a checkpoint's name, a time (2006-01-02 15:04, or RFC 3339) or a duration (30m).",
+		Flags: []cli.Flag{mountFlag,
+			&cli.StringFlag{Name: "since", Usage: "only changes since a checkpoint, a time or a duration ago", Destination: &o.Since},
+			&cli.IntFlag{Name: "limit", Usage: "at most this many changes", DefaultText: "all", Destination: &o.Limit},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &o.JSON},
+		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return cli.Exit("log takes one path", exitUsage)
+			o.Paths, o.Mount = c.Args().Slice(), c.String("mount")
+			for i := range o.Paths {
+				o.Paths[i] = absPath(o.Paths[i])
 			}
-			return runLog(c.Context, c.Args().First(), asJSON)
+			o.single = len(o.Paths) == 1 && o.Since == ""
+			client, err := clientFor(c, first(o.Paths))
+			if err != nil {
+				return err
+			}
+			if o.single {
+				return runHistory(c.Context, client, o.Paths[0], o.JSON)
+			}
+			return runLog(c.Context, client, o)
 		},
 	}
 }
 
-func runLog(ctx context.Context, path string, asJSON bool) error {
-	abs := absPath(path)
-	rec, err := locate(abs)
-	if err != nil {
-		return err
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
 	}
-	h, err := unixsocket.NewClient(rec.Socket).History(ctx, "", abs)
+	return s[0]
+}
+
+// runLog prints the workspace's changes.
+func runLog(ctx context.Context, client *unixsocket.Client, o logOptions) error {
+	changes, err := client.Log(ctx, toolapi.SessionQuery{Since: o.Since, Paths: o.Paths, Limit: o.Limit})
+	if err != nil {
+		return daemonError(err)
+	}
+	if o.JSON {
+		if changes == nil {
+			changes = []unixsocket.Change{}
+		}
+		return printJSON(changes)
+	}
+	if len(changes) == 0 {
+		fmt.Println("no changes recorded")
+		return nil
+	}
+	printChanges(os.Stdout, changes)
+	return nil
+}
+
+// printChanges is the log as a table.
+func printChanges(w io.Writer, changes []unixsocket.Change) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tOP\tPATH\tVERSION\tWRITER")
+	for _, c := range changes {
+		path := c.Path
+		switch {
+		case c.From != "":
+			path = c.Path + " (from " + c.From + ")"
+		case c.To != "":
+			path = c.Path + " (to " + c.To + ")"
+		}
+		v := describeVersion(c.Version)
+		if c.NotKept != "" {
+			v += " (bytes not kept: " + c.NotKept + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Time.Local().Format(time.DateTime), c.Op, path, v, describeWriter(c.Writer))
+	}
+	tw.Flush()
+}
+
+// runHistory prints one file's versions.
+func runHistory(ctx context.Context, client *unixsocket.Client, path string, asJSON bool) error {
+	h, err := client.History(ctx, "", path)
 	if err != nil {
 		return daemonError(err)
 	}
 	if asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(h)
+		return printJSON(h)
 	}
 	if len(h) == 0 {
 		fmt.Printf("no versions recorded for %s\n", path)
@@ -52,18 +124,20 @@ func runLog(ctx context.Context, path string, asJSON bool) error {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tVERSION\tSIZE\tBYTES\tWRITER")
 	for _, e := range h {
-		v, size, kept := e.Version.Short(), strconv.FormatInt(e.Size, 10), "not kept"
+		v, size, kept := e.Version.Short(), strconv.FormatInt(e.Size, 10), "kept"
 		switch {
 		case e.Deleted:
 			v, size, kept = "(deleted)", "-", "-"
-		case e.Kept:
-			kept = "kept"
+		case !e.Kept:
+			kept = "not kept: " + e.NotKept
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.DateTime), v, size, kept, describeWriter(e.Writer))
 	}
 	return tw.Flush()
 }
 
+// describeWriter says who wrote a version: `mount, sed (pid 812) for
+// harness-1` for a harness's shell.
 func describeWriter(w versionstore.Writer) string {
 	switch w.Kind {
 	case versionstore.WriterTool:
@@ -74,7 +148,11 @@ func describeWriter(w versionstore.Writer) string {
 		}
 		return "restore"
 	case versionstore.WriterMount:
-		return fmt.Sprintf("mount, %s (pid %d, uid %d)", w.Comm, w.Pid, w.Uid)
+		s := fmt.Sprintf("mount, %s (pid %d, uid %d)", w.Comm, w.Pid, w.Uid)
+		if w.Actor != "" {
+			s += " for " + w.Actor
+		}
+		return s
 	}
 	return string(w.Kind)
 }

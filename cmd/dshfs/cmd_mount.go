@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +38,7 @@ type mountOptions struct {
 	RetainBytes  int64
 	RetainAge    time.Duration
 	ForgetActors time.Duration // forget the observations of actors idle this long
+	Baseline     bool          // index the whole workspace in the background once mounted
 }
 
 // Observations of actors idle this long are forgotten (a forgotten actor
@@ -97,6 +99,7 @@ func mountFlags(o *mountOptions) []cli.Flag {
 		&cli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (non-root needs user_allow_other in /etc/fuse.conf)", Destination: &o.AllowOther},
 		&cli.DurationFlag{Name: "cache-timeout", Usage: "how long the kernel may cache entries and attributes", DefaultText: "30s while the backing tree can be watched, else 1s", Destination: &o.CacheTimeout},
 		&cli.BoolFlag{Name: "debug", Usage: "log every FUSE request", Destination: &o.Debug},
+		&cli.BoolFlag{Name: "baseline", Usage: "once mounted, index the whole workspace in the background and keep every file's bytes, as the first checkpoint does", Destination: &o.Baseline},
 		&cli.Int64Flag{Name: "keep-max-bytes", Usage: "largest file whose versions' bytes are kept; -1 keeps none", Value: versionstore.DefaultCaptureMaxBytes, DefaultText: humanBytes(versionstore.DefaultCaptureMaxBytes), Destination: &o.KeepMax},
 		&cli.Int64Flag{Name: "retain-bytes", Usage: "budget for kept bytes", Value: versionstore.DefaultRetainBytes, DefaultText: humanBytes(versionstore.DefaultRetainBytes), Destination: &o.RetainBytes},
 		&cli.DurationFlag{Name: "retain-age", Usage: "drop kept bytes older than this, unless current or checkpointed", Value: versionstore.DefaultRetainAge, Destination: &o.RetainAge},
@@ -173,6 +176,7 @@ func runMount(o mountOptions, ready *readyPipe) error {
 		return err
 	}
 	defer stopServing()
+	defer startBaseline(store, o.Baseline, log)()
 	os.Remove(filepath.Join(o.StateDir, unmountErrorFile))
 	log.Info("mounted", "backing", backing, "mountpoint", mnt, "state", o.StateDir, "socket", socket)
 	if !ready.report(nil) {
@@ -193,6 +197,29 @@ func runMount(o mountOptions, ready *readyPipe) error {
 		log.Info("unmounted from outside")
 	}
 	return nil
+}
+
+// startBaseline, if on, indexes the whole workspace in the background, as
+// the first checkpoint would: afterwards every file's bytes are kept and a
+// checkpoint costs an lstat a file. The returned function stops it.
+func startBaseline(store *versionstore.Store, on bool, log *slog.Logger) func() {
+	if !on {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t0 := time.Now()
+		st, err := store.Sync(ctx, nil)
+		if err != nil {
+			log.Warn("index the workspace", "err", err)
+			return
+		}
+		log.Info("indexed the workspace", "files", st.Files, "read", st.Read, "kept_bytes", st.Kept,
+			"not_kept", st.Skipped, "took", time.Since(t0).Round(time.Millisecond))
+	}()
+	return func() { cancel(); <-done }
 }
 
 // unmountErrorFile, in the state directory, says why the last unmount on a

@@ -12,30 +12,41 @@ import (
 func rewindCommand() *cli.Command {
 	var dryRun, asJSON bool
 	var actor string
+	var exclude cli.StringSlice
 	return &cli.Command{
 		Name:      "rewind",
 		Usage:     "give every file changed since a checkpoint its version at the checkpoint",
-		ArgsUsage: "CHECKPOINT",
+		ArgsUsage: "CHECKPOINT [PATH...]",
 		Description: "Restores changed files, recreates deleted ones and removes files created since — whoever\n" +
-			"changed them: tools, shells, editors, git, or writes straight into the backing directory (recorded\n" +
-			"first). A checkpoint is made first, so a rewind can be rewound. A file written during the rewind,\n" +
-			"or whose bytes at the checkpoint are not kept, is reported as a conflict and left alone; the exit\n" +
-			"status is then 1.",
+			"changed them: tools, shells, editors, git, or writes straight into the backing directory (the\n" +
+			"workspace is looked over first). Paths limit it to themselves and what is below them; --exclude\n" +
+			"leaves out what a pattern matches (without a slash, any path element: .git, *.log; with one, a\n" +
+			"path from the workspace's root: build/out). Changes to a git repository's own files (.git/) are\n" +
+			"listed apart: rewinding them undoes the commits, branch moves and staging made since.\n\n" +
+			"A checkpoint is made first, so a rewind can be rewound. A file written during the rewind, or whose\n" +
+			"bytes at the checkpoint are not kept, is reported as a conflict and left alone; the exit status\n" +
+			"is then 1.",
 		Flags: []cli.Flag{mountFlag,
 			&cli.BoolFlag{Name: "dry-run", Usage: "say what would change, change nothing", Destination: &dryRun},
+			&cli.StringSliceFlag{Name: "exclude", Usage: "leave out what this pattern matches (repeatable)", Destination: &exclude},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &asJSON},
 			&cli.StringFlag{Name: "actor", Usage: "who rewinds, for the history", Destination: &actor},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return cli.Exit("rewind takes a checkpoint name (dshfs checkpoints lists them)", exitUsage)
+			if c.NArg() < 1 {
+				return cli.Exit("rewind takes a checkpoint name (dshfs checkpoints lists them) and paths", exitUsage)
 			}
-			client, err := clientFor(c, "")
+			paths := c.Args().Tail()
+			for i := range paths {
+				paths[i] = absPath(paths[i])
+			}
+			client, err := clientFor(c, first(paths))
 			if err != nil {
 				return err
 			}
 			bar := newProgressBar(os.Stderr, "rewind")
-			res, err := client.Rewind(c.Context, unixsocket.RewindRequest{Checkpoint: c.Args().First(), DryRun: dryRun, Actor: actor}, bar.update)
+			res, err := client.Rewind(c.Context, unixsocket.RewindRequest{Checkpoint: c.Args().First(), DryRun: dryRun,
+				Actor: actor, Paths: paths, Exclude: exclude.Value()}, bar.update)
 			bar.done()
 			if err != nil {
 				return daemonError(err)
@@ -55,18 +66,25 @@ func rewindCommand() *cli.Command {
 	}
 }
 
+// printRewind says what a rewind did or would do, a git repository's own
+// files apart.
 func printRewind(w io.Writer, res unixsocket.RewindResult) {
-	verbs := map[string][2]string{"restore": {"restored", "would restore"}, "recreate": {"recreated", "would recreate"}, "remove": {"removed", "would remove"}}
+	var work, git []unixsocket.RewindAction
 	for _, a := range res.Actions {
-		if a.Error != "" {
-			fmt.Fprintf(w, "conflict  %s: %s\n", a.Path, a.Error)
-			continue
+		if a.InGit {
+			git = append(git, a)
+		} else {
+			work = append(work, a)
 		}
-		verb := verbs[a.Op][0]
+	}
+	printActions(w, work, res.DryRun)
+	if len(git) > 0 {
+		fmt.Fprintf(w, "\nin .git/ (%d): git's own files; rewinding them undoes the commits, branch moves and staging made since %s.\n",
+			len(git), res.Checkpoint)
 		if res.DryRun {
-			verb = verbs[a.Op][1]
+			fmt.Fprintln(w, "To leave the repository as it is, add --exclude .git.")
 		}
-		fmt.Fprintf(w, "%-9s %s\n", verb, a.Path)
+		printActions(w, git, res.DryRun)
 	}
 	switch {
 	case len(res.Actions) == 0:
@@ -76,5 +94,20 @@ func printRewind(w io.Writer, res unixsocket.RewindResult) {
 	default:
 		fmt.Fprintf(w, "rewound to %s: %d file(s) changed, %d conflict(s); undo with: dshfs rewind %s\n",
 			res.Checkpoint, len(res.Actions)-res.Conflicts, res.Conflicts, res.Before)
+	}
+}
+
+func printActions(w io.Writer, actions []unixsocket.RewindAction, dryRun bool) {
+	verbs := map[string][2]string{"restore": {"restored", "would restore"}, "recreate": {"recreated", "would recreate"}, "remove": {"removed", "would remove"}}
+	for _, a := range actions {
+		if a.Error != "" {
+			fmt.Fprintf(w, "conflict  %s: %s\n", a.Path, a.Error)
+			continue
+		}
+		verb := verbs[a.Op][0]
+		if dryRun {
+			verb = verbs[a.Op][1]
+		}
+		fmt.Fprintf(w, "%-9s %s\n", verb, a.Path)
 	}
 }
