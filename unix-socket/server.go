@@ -48,6 +48,9 @@ type Server struct {
 
 	mu  sync.Mutex
 	ops map[string]*atomic.Int64
+
+	open  atomic.Int64  // connections accepted and not yet closed
+	freed chan struct{} // a connection closed (see accept.go)
 }
 
 // NewServer returns a server for cfg.
@@ -62,7 +65,7 @@ func NewServer(cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, start: time.Now(), mux: http.NewServeMux(), ops: map[string]*atomic.Int64{},
-		writeTimeout: cfg.CallTimeout + time.Minute}
+		writeTimeout: cfg.CallTimeout + time.Minute, freed: make(chan struct{}, 1)}
 	// The route table, sorted.
 	s.mux.HandleFunc("GET /v1/checkpoints", s.needStore(s.checkpoints))
 	s.mux.HandleFunc("POST /v1/checkpoints", s.needStore(s.checkpoint))
@@ -94,7 +97,8 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-// Serve answers requests on l until it is closed.
+// Serve answers requests on l until it is closed; no other accept error
+// stops it (accept.go).
 func (s *Server) Serve(l net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.Handler(),
@@ -107,20 +111,7 @@ func (s *Server) Serve(l net.Listener) error {
 	// Connections are read by the fast path first (fastpath.go); the ones
 	// it gives up are served by hs.
 	hand := newHandoff(l.Addr())
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					continue
-				}
-				hand.stop(err)
-				return
-			}
-			go s.serveConn(c, hand)
-		}
-	}()
+	go s.acceptLoop(l, hand)
 	err := hs.Serve(hand)
 	l.Close() // hs closed the hand-off listener: stop accepting too
 	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {

@@ -28,10 +28,19 @@ type daemon struct {
 	ws, socket string
 	client     *Client
 	svc        *toolapi.Service
+	srv        *Server
 }
 
 // startDaemon serves a fresh workspace on a socket in t.TempDir().
 func startDaemon(t testing.TB, maxBody int64) *daemon {
+	t.Helper()
+	return startDaemonWith(t, Config{MaxBody: maxBody}, nil)
+}
+
+// startDaemonWith is startDaemon with cfg (its engine fields filled in
+// here), tune run on the server before it serves, and wrap, if set, put
+// around the listener.
+func startDaemonWith(t testing.TB, cfg Config, tune func(*Server), wrap ...func(net.Listener) net.Listener) *daemon {
 	t.Helper()
 	d := &daemon{ws: t.TempDir(), socket: filepath.Join(t.TempDir(), "run", "dshfs.sock")}
 	store, err := versionstore.Open(d.ws, filepath.Join(t.TempDir(), "index.db"), versionstore.Options{})
@@ -40,18 +49,21 @@ func startDaemon(t testing.TB, maxBody int64) *daemon {
 	}
 	pol, _ := policy.New(store.DB())
 	d.svc, _ = toolapi.New(store, pol, toolapi.Config{})
-	srv := NewServer(Config{
-		Tools:   d.svc,
-		Status:  func() Status { return Status{Backing: d.ws, Socket: d.socket} },
-		MaxBody: maxBody,
-		Store:   store,
-	})
+	cfg.Tools, cfg.Store = d.svc, store
+	cfg.Status = func() Status { return Status{Backing: d.ws, Socket: d.socket} }
+	d.srv = NewServer(cfg)
+	if tune != nil {
+		tune(d.srv)
+	}
 	l, err := Listen(d.socket)
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, w := range wrap {
+		l = w(l)
+	}
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(l) }()
+	go func() { done <- d.srv.Serve(l) }()
 	t.Cleanup(func() {
 		l.Close()
 		if err := <-done; err != nil {
