@@ -117,16 +117,14 @@ func (s *Server) serveConn(c net.Conn, hand *handoff) {
 			return
 		}
 		reading.extend(2 * time.Minute)
-		if int64(cap(body)) < h.contentLength {
-			body = make([]byte, h.contentLength)
-		}
-		body = body[:h.contentLength]
-		if _, err := io.ReadFull(br, body); err != nil {
+		body, err = readBody(br, body[:0], h.contentLength)
+		if err != nil {
 			c.Close()
 			return
 		}
 		code, answer := s.fastCall(h.tool, body)
 		if cap(body) > maxKeptBody {
+			s.releaseLarge(cap(body))
 			body = nil // a large write's buffer is not kept while the connection idles
 		}
 		if err := s.answer(c, &writing, code, answer, h.close); err != nil || h.close {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -51,6 +50,9 @@ type Server struct {
 
 	open  atomic.Int64  // connections accepted and not yet closed
 	freed chan struct{} // a connection closed (see accept.go)
+
+	releasing   atomic.Bool // a large body's memory is to go back to the OS (body.go)
+	lastRelease time.Time
 }
 
 // NewServer returns a server for cfg.
@@ -138,7 +140,12 @@ func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
 func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	var code int
 	var b []byte
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	n := s.cfg.MaxBody + 1 // a body that long is refused by the MaxBytesReader
+	if r.ContentLength >= 0 {
+		n = min(n, r.ContentLength)
+	}
+	body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody), n)
+	defer s.releaseLarge(cap(body))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
