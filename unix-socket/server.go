@@ -102,14 +102,7 @@ func (s *Server) Handler() http.Handler {
 // Serve answers requests on l until it is closed; no other accept error
 // stops it (accept.go).
 func (s *Server) Serve(l net.Listener) error {
-	hs := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       2 * time.Minute,
-		WriteTimeout:      s.writeTimeout,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
-	}
+	hs := s.httpServer()
 	// Connections are read by the fast path first (fastpath.go); the ones
 	// it gives up are served by hs.
 	hand := newHandoff(l.Addr())
@@ -120,6 +113,20 @@ func (s *Server) Serve(l net.Listener) error {
 		return nil
 	}
 	return err
+}
+
+// httpServer is the net/http server of the requests the fast path does
+// not take.
+func (s *Server) httpServer() *http.Server {
+	return &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		WriteTimeout:      s.writeTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    maxHead, // what the fast path hands over is no more than net/http takes
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+	}
 }
 
 func (s *Server) count(op string) {
