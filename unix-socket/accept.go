@@ -2,7 +2,9 @@ package unixsocket
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 )
@@ -15,6 +17,8 @@ import (
 // connections close. So every error is retried, with net/http's backoff
 // (5 ms doubling to 1 s), and a connection of ours closing retries at once.
 // An error no retry can cure would be retried once a second, logged once.
+// Connections are capped (Config.MaxConns) below the descriptor limit the
+// daemon raises at start, so clients alone cannot exhaust it.
 
 // acceptLoop serves the connections of l until l is closed, then stops
 // hand.
@@ -84,10 +88,34 @@ func (ab *acceptBackoff) succeeded(s *Server) {
 	ab.delay = 0
 }
 
-// admit serves c, counted among the open connections until it is closed.
+// admit serves c, counted among the open connections until it is closed,
+// or refuses it if MaxConns are open.
 func (s *Server) admit(c net.Conn, hand *handoff) {
-	s.open.Add(1)
-	go s.serveConn(&countedConn{Conn: c, s: s}, hand)
+	if s.open.Add(1) > int64(s.cfg.MaxConns) {
+		s.open.Add(-1)
+		s.refuse(c)
+		return
+	}
+	go s.serveConn(&countedConn{Conn: c, s: s}, hand, time.Now())
+}
+
+// refuse answers c 503 and closes it. It runs in the accept loop, so that a
+// flood of connections costs no goroutine each: the answer fits the new
+// connection's empty buffer, and its write cannot block. The client may
+// be writing its request meanwhile: a socket closed with bytes unread
+// still delivers what was written to it first. Refusals are logged at
+// most once a minute.
+func (s *Server) refuse(c net.Conn) {
+	body := errorJSON(fmt.Sprintf("too many connections: %d are open, the most this daemon serves", s.cfg.MaxConns))
+	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	bufs := net.Buffers{appendAnswerHead(nil, http.StatusServiceUnavailable, len(body), true), body}
+	bufs.WriteTo(c)
+	c.Close()
+	s.refused++
+	if time.Since(s.refusedLogged) >= time.Minute {
+		s.cfg.Logger.Warn("socket: connections over the cap refused", "max_connections", s.cfg.MaxConns, "refused", s.refused)
+		s.refused, s.refusedLogged = 0, time.Now()
+	}
 }
 
 // countedConn is an accepted connection, counted until it is closed

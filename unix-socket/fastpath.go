@@ -80,16 +80,59 @@ type prefixConn struct {
 
 func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-// reqReader reads a connection's requests for the fast path.
+// reqReader reads a connection's requests for the fast path, under
+// net/http's deadlines: idle (waiting for a request), head (from its first
+// byte; from the accept, for a connection's first request) and read (the
+// whole request, from its first byte). A client that trickles bytes cannot
+// stretch any of them.
 type reqReader struct {
+	dr       deadlineReader
 	br       *bufio.Reader
+	t        timeouts
+	start    time.Time // the current request's first byte came (or the connection was accepted)
 	h        head
 	body     []byte // the request body, its buffer reused while small
 	answered bool   // a request came before on this connection
 }
 
-func newReqReader(r io.Reader) *reqReader {
-	return &reqReader{br: bufio.NewReaderSize(r, 16<<10)}
+type timeouts struct{ idle, head, read time.Duration }
+
+func newReqReader(c deadlineConn, t timeouts, accepted time.Time) *reqReader {
+	r := &reqReader{dr: deadlineReader{c: c}, t: t, start: accepted}
+	r.br = bufio.NewReaderSize(&r.dr, 16<<10)
+	return r
+}
+
+type deadlineConn interface {
+	io.Reader
+	SetReadDeadline(time.Time) error
+}
+
+// deadlineReader reads c under the deadline want, which it sets on c only
+// when a read is about to be made and the deadline set is later than want
+// or earlier by more than a second (or an eighth of the time left, if
+// less): a request that arrives in one read, as tool calls do, sets none,
+// and a busy connection sets one about once a second rather than at every
+// request.
+type deadlineReader struct {
+	c         deadlineConn
+	want, set time.Time
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	if d.set.After(d.want) || d.want.Sub(d.set) > min(time.Second, time.Until(d.want)/8) {
+		d.set = d.want
+		d.c.SetReadDeadline(d.set)
+	}
+	return d.c.Read(p)
+}
+
+// clear takes the deadline off c, for net/http to set its own.
+func (d *deadlineReader) clear() {
+	if !d.set.IsZero() {
+		d.set = time.Time{}
+		d.c.SetReadDeadline(d.set)
+	}
 }
 
 // verdict is what to do with a connection after reading from it.
@@ -105,11 +148,14 @@ const (
 // readHead waits for the next request and reads its head.
 func (r *reqReader) readHead(maxBody int64) verdict {
 	if r.answered {
+		r.dr.want = time.Now().Add(r.t.idle)
 		if skipBlankLines(r.br) != nil {
 			return closeConn
 		}
+		r.start = time.Now()
 	}
 	r.answered = true
+	r.dr.want = r.start.Add(r.t.head)
 	r.body = r.body[:0] // nothing of the last request's body is replayed
 	if cap(r.h.raw) > maxKeptBody {
 		r.h.raw = nil // after a huge head, a small buffer again
@@ -129,6 +175,7 @@ func (r *reqReader) readHead(maxBody int64) verdict {
 // cut short by the end of the connection is net/http's to answer.
 func (r *reqReader) readBody() verdict {
 	var err error
+	r.dr.want = r.start.Add(r.t.read)
 	r.body, err = readBody(r.br, r.body[:0], r.h.contentLength)
 	switch {
 	case err == io.ErrUnexpectedEOF:
@@ -146,9 +193,10 @@ func (r *reqReader) replay() []byte {
 	return slices.Concat(r.h.raw, r.body, rest)
 }
 
-// serveConn answers the tool calls on c until it closes, or hands c to
-// net/http at the first request the fast path does not take.
-func (s *Server) serveConn(c net.Conn, hand *handoff) {
+// serveConn answers the tool calls on c, accepted at the time given, until
+// it closes, or hands c to net/http at the first request the fast path does
+// not take.
+func (s *Server) serveConn(c net.Conn, hand *handoff, accepted time.Time) {
 	defer func() {
 		// The daemon outlives any fault in one connection.
 		if r := recover(); r != nil {
@@ -156,13 +204,11 @@ func (s *Server) serveConn(c net.Conn, hand *handoff) {
 			c.Close()
 		}
 	}()
-	r := newReqReader(c)
-	reading, writing := lazyDeadline{set: c.SetReadDeadline}, lazyDeadline{set: c.SetWriteDeadline}
+	r := newReqReader(c, s.timeouts, accepted)
+	writing := lazyDeadline{set: c.SetWriteDeadline}
 	for {
-		reading.extend(2 * time.Minute) // idle, then the head
 		v := r.readHead(s.cfg.MaxBody)
 		if v == serve {
-			reading.extend(2 * time.Minute)
 			v = r.readBody()
 		}
 		switch v {
@@ -170,7 +216,7 @@ func (s *Server) serveConn(c net.Conn, hand *handoff) {
 			c.Close()
 			return
 		case handOff:
-			reading.clear()
+			r.dr.clear()
 			hand.give(&prefixConn{Conn: c, r: io.MultiReader(bytes.NewReader(r.replay()), c)})
 			return
 		case tooLarge:
@@ -206,22 +252,26 @@ func (s *Server) fastCall(name string, body []byte) (code int, answer []byte) {
 // body's buffer to the pool.
 func (s *Server) answer(c net.Conn, writing *lazyDeadline, code int, body []byte, closing bool) error {
 	var hb [128]byte
-	b := hb[:0]
-	b = append(b, "HTTP/1.1 "...)
-	b = strconv.AppendInt(b, int64(code), 10)
-	b = append(b, ' ')
-	b = append(b, http.StatusText(code)...)
-	b = append(b, "\r\nContent-Type: application/json\r\nContent-Length: "...)
-	b = strconv.AppendInt(b, int64(len(body)), 10)
-	if closing {
-		b = append(b, "\r\nConnection: close"...)
-	}
-	b = append(b, "\r\n\r\n"...)
+	b := appendAnswerHead(hb[:0], code, len(body), closing)
 	writing.extend(s.writeTimeout)
 	bufs := net.Buffers{b, body}
 	_, err := bufs.WriteTo(c)
 	putAnswer(body)
 	return err
+}
+
+// appendAnswerHead appends the head of a JSON answer of n bytes.
+func appendAnswerHead(b []byte, code, n int, closing bool) []byte {
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, ' ')
+	b = append(b, http.StatusText(code)...)
+	b = append(b, "\r\nContent-Type: application/json\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	if closing {
+		b = append(b, "\r\nConnection: close"...)
+	}
+	return append(b, "\r\n\r\n"...)
 }
 
 // lazyDeadline sets one of a connection's deadlines to d from now, but
@@ -237,9 +287,4 @@ func (l *lazyDeadline) extend(d time.Duration) {
 		l.at = at
 		l.set(at)
 	}
-}
-
-func (l *lazyDeadline) clear() {
-	l.at = time.Time{}
-	l.set(l.at)
 }

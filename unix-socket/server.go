@@ -20,8 +20,12 @@ import (
 	"github.com/dshfs/dshfs/versionstore"
 )
 
-// DefaultMaxBody caps a request body (a write's content travels in it).
-const DefaultMaxBody = 64 << 20
+const (
+	// DefaultMaxBody caps a request body (a write's content travels in it).
+	DefaultMaxBody = 64 << 20
+	// DefaultMaxConns caps the connections open at once.
+	DefaultMaxConns = 1024
+)
 
 // Config wires a Server to the engine.
 type Config struct {
@@ -35,7 +39,13 @@ type Config struct {
 	MaxBody int64
 	// CallTimeout bounds one tool call (default 5 minutes).
 	CallTimeout time.Duration
-	Logger      *slog.Logger
+	// MaxConns caps the connections open at once (default
+	// DefaultMaxConns): one more is answered 503 and closed at once, so
+	// that no number of clients can run the daemon out of descriptors.
+	// Each holds a descriptor and a 16 KiB buffer; a connection left idle
+	// is closed after two minutes, a silent new one after ten seconds.
+	MaxConns int
+	Logger   *slog.Logger
 }
 
 // Server serves the API.
@@ -44,12 +54,16 @@ type Server struct {
 	start        time.Time
 	mux          *http.ServeMux
 	writeTimeout time.Duration // bounds writing an answer (streamed ones clear it)
+	timeouts                   // reading requests, on the fast path and net/http alike
 
 	mu  sync.Mutex
 	ops map[string]*atomic.Int64
 
 	open  atomic.Int64  // connections accepted and not yet closed
 	freed chan struct{} // a connection closed (see accept.go)
+
+	refused       int       // connections refused since refusedLogged (accept loop only)
+	refusedLogged time.Time //
 
 	releasing   atomic.Bool // a large body's memory is to go back to the OS (body.go)
 	lastRelease time.Time
@@ -66,8 +80,12 @@ func NewServer(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
 	s := &Server{cfg: cfg, start: time.Now(), mux: http.NewServeMux(), ops: map[string]*atomic.Int64{},
-		writeTimeout: cfg.CallTimeout + time.Minute, freed: make(chan struct{}, 1)}
+		writeTimeout: cfg.CallTimeout + time.Minute, freed: make(chan struct{}, 1),
+		timeouts: timeouts{idle: 2 * time.Minute, head: 10 * time.Second, read: 2 * time.Minute}}
 	// The route table, sorted.
 	s.mux.HandleFunc("GET /v1/checkpoints", s.needStore(s.checkpoints))
 	s.mux.HandleFunc("POST /v1/checkpoints", s.needStore(s.checkpoint))
@@ -120,10 +138,10 @@ func (s *Server) Serve(l net.Listener) error {
 func (s *Server) httpServer() *http.Server {
 	return &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: s.timeouts.head,
+		ReadTimeout:       s.timeouts.read,
 		WriteTimeout:      s.writeTimeout,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       s.timeouts.idle,
 		MaxHeaderBytes:    maxHead, // what the fast path hands over is no more than net/http takes
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 	}
