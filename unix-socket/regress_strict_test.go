@@ -80,23 +80,15 @@ func toolCall(headers ...string) string {
 
 var strictLength = "Content-Length: " + strconv.Itoa(len(strictBody)) + "\r\n"
 
-// The fast path answered requests net/http refuses: a Content-Length of
-// "+74" or "-0" or with a trailing \v or NBSP, a NUL or a space in a
-// header name (so "Transfer-Encoding : chunked" beside a Content-Length was
-// answered by the length), no Host header, a line ending "\r\r\n". Each
-// request here must get from the daemon exactly what net/http alone
-// answers: the same statuses and bodies, or the same closed connection.
-func TestFastPathAsStrictAsNetHTTP(t *testing.T) {
-	d := startDaemon(t, 0)
-	if err := os.WriteFile(filepath.Join(d.ws, "f.txt"), []byte("one\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	plain := plainServer(t, d.srv)
+type strictCase struct{ name, raw string }
+
+// strictCases are requests at the edges of what the fast path takes, each
+// to be answered as net/http alone answers it (FuzzReadHead's seeds too).
+func strictCases() []strictCase {
 	n := strconv.Itoa(len(strictBody))
 	host := "Host: dshfs\r\n"
 	ok := toolCall(host, strictLength)
-	type strictCase struct{ name, raw string }
-	cases := []strictCase{
+	return []strictCase{
 		{"well-formed", ok},
 		{"plus sign", toolCall(host, "Content-Length: +"+n+"\r\n")},
 		{"minus zero", "POST /v1/tools/read HTTP/1.1\r\nHost: dshfs\r\nContent-Length: -0\r\n\r\n"},
@@ -140,7 +132,23 @@ func TestFastPathAsStrictAsNetHTTP(t *testing.T) {
 		{"a partial request after one", ok + "PO"},
 		{"a bad request after one", ok + toolCall(host, "Content-Length: +"+n+"\r\n")},
 	}
+}
+
+// The fast path answered requests net/http refuses: a Content-Length of
+// "+74" or "-0" or with a trailing \v or NBSP, a NUL or a space in a
+// header name (so "Transfer-Encoding : chunked" beside a Content-Length was
+// answered by the length), no Host header, a line ending "\r\r\n". Each
+// request here must get from the daemon exactly what net/http alone
+// answers: the same statuses and bodies, or the same closed connection.
+func TestFastPathAsStrictAsNetHTTP(t *testing.T) {
+	d := startDaemon(t, 0)
+	if err := os.WriteFile(filepath.Join(d.ws, "f.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain := plainServer(t, d.srv)
+	cases := strictCases()
 	// Cut short: the client sends no more.
+	ok, host := toolCall("Host: dshfs\r\n", strictLength), "Host: dshfs\r\n"
 	cutShort := []strictCase{
 		{"a body cut short", toolCall(host, "Content-Length: 100\r\n")},
 		{"a body cut short after a request", ok + toolCall(host, "Content-Length: 100\r\n")},
@@ -149,14 +157,15 @@ func TestFastPathAsStrictAsNetHTTP(t *testing.T) {
 	}
 	// Each exchange ends with a second of quiet: all of them at once.
 	type result struct{ got, want string }
-	results := make([]result, len(cases)+len(cutShort))
+	all := append(cases, cutShort...)
+	results := make([]result, len(all))
 	var wg sync.WaitGroup
-	for i, tc := range append(cases, cutShort...) {
+	for i, tc := range all {
 		half := i >= len(cases)
 		wg.Go(func() { results[i] = result{answers(t, d.socket, tc.raw, half), answers(t, plain, tc.raw, half)} })
 	}
 	wg.Wait()
-	for i, tc := range append(cases, cutShort...) {
+	for i, tc := range all {
 		if r := results[i]; r.got != r.want {
 			t.Errorf("%s: the daemon answered\n\t%s\nnet/http answers\n\t%s", tc.name, r.got, r.want)
 		}
