@@ -58,6 +58,17 @@ func TestConnectionCap(t *testing.T) {
 	if _, err := d.client.Call(context.Background(), "read", ToolRequest{Actor: "a", Arguments: []byte(`{"file_path":"x"}`)}); err != nil {
 		t.Fatalf("a call once a connection closed: %v", err)
 	}
+	// A connection handed to net/http counts until net/http closes it.
+	d.client.CloseIdle()
+	waitFor(t, 5*time.Second, "the call's connection to close", func() bool { return d.srv.open.Load() == 3 })
+	if _, err := d.client.Tools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.srv.open.Load(); n != 4 {
+		t.Fatalf("%d connections open with net/http's idle one, want 4", n)
+	}
+	d.client.CloseIdle()
+	waitFor(t, 5*time.Second, "net/http's connection to be closed and uncounted", func() bool { return d.srv.open.Load() == 3 })
 }
 
 // trickle writes s to c a byte every 20 ms until it is written or c fails.
