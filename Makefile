@@ -48,6 +48,7 @@ fuzz:
 	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzDecodeToolResult$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzDecodeToolRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzAppendString$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzReadHead$$' -fuzztime $(FUZZTIME)
 
 # Benchmarks: compare against baselines measured in the same run (see BENCHMARKS.md).
 bench:

@@ -15,7 +15,9 @@ import (
 	"github.com/dshfs/dshfs/toolapi"
 )
 
-// Client calls a dshfs daemon over its socket.
+// Client calls a dshfs daemon over its socket. It keeps at most 64
+// connections for tool calls and 64 for the other routes; more concurrent
+// calls wait for one.
 type Client struct {
 	Socket string
 	hc     *http.Client
@@ -30,6 +32,7 @@ func NewClient(socket string) *Client {
 			return d.DialContext(ctx, "unix", socket)
 		},
 		MaxIdleConnsPerHost: 16,
+		MaxConnsPerHost:     maxClientConns,
 	}
 	return &Client{Socket: socket, hc: &http.Client{Transport: tr}, calls: &connPool{socket: socket}}
 }

@@ -35,12 +35,33 @@ type callConn struct {
 	deadline bool // a deadline is set on c
 }
 
-// connPool keeps idle call connections.
+// maxClientConns bounds a client's connections of each kind (tool calls,
+// and the other routes'), well under the connections a daemon serves at
+// once (DefaultMaxConns): more concurrent calls wait for one rather than
+// have the daemon refuse them.
+const maxClientConns = 64
+
+// connPool keeps idle call connections, and bounds the calls in flight.
 type connPool struct {
-	socket string
-	mu     sync.Mutex
-	idle   []*callConn
+	socket    string
+	mu        sync.Mutex
+	idle      []*callConn
+	slotsOnce sync.Once
+	slots     chan struct{} // a call in flight holds one
 }
+
+// acquire waits for a call's slot; release gives it back.
+func (p *connPool) acquire(ctx context.Context) error {
+	p.slotsOnce.Do(func() { p.slots = make(chan struct{}, maxClientConns) })
+	select {
+	case p.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *connPool) release() { <-p.slots }
 
 // get returns an idle connection (pooled) or a new one.
 func (p *connPool) get(ctx context.Context) (cc *callConn, pooled bool, err error) {
@@ -86,6 +107,10 @@ func (p *connPool) put(cc *callConn) {
 // Checking each idle connection before use instead would cost a system call
 // on every call.
 func (p *connPool) post(ctx context.Context, path string, body []byte, decode func([]byte) error) error {
+	if err := p.acquire(ctx); err != nil {
+		return err
+	}
+	defer p.release()
 	for {
 		cc, pooled, err := p.get(ctx)
 		if err != nil {

@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -18,14 +18,17 @@ import (
 // server costs about 25 µs of each round trip here (a reader goroutine per
 // request, header maps, the response writer's buffering). So each connection
 // is read first by serveConn: a well-formed HTTP/1.1 tool call — POST
-// /v1/tools/NAME with a Content-Length and nothing unusual — is answered
-// directly; at the first request that is anything else the connection, with
-// the bytes already read, is handed to net/http for good. Both answer tool
-// calls with the same bytes.
+// /v1/tools/NAME with a Content-Length and nothing unusual, in the narrow
+// form head.go describes — is answered directly; at the first request that
+// is anything else, or whose body the connection ends before, the
+// connection, with the bytes already read, is handed to net/http for good.
+// So every request the fast path does not answer is answered by net/http
+// exactly as if there were no fast path. Both answer tool calls with the
+// same bytes.
 
 const (
 	maxHead     = 64 << 10 // bytes of request line and headers the fast path reads
-	maxKeptBody = 64 << 10 // a connection keeps its body buffer up to this size
+	maxKeptBody = 64 << 10 // a connection keeps its head and body buffers up to this size
 )
 
 // handoff is the listener net/http serves: the connections serveConn gives
@@ -77,17 +80,126 @@ type prefixConn struct {
 
 func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-// head is what the fast path needs of a request's head.
-type head struct {
-	raw           []byte // every byte read, to replay on a hand-off
-	tool          string
-	contentLength int64
-	close         bool
+// reqReader reads a connection's requests for the fast path, under
+// net/http's deadlines: idle (waiting for a request), head (from its first
+// byte; from the accept, for a connection's first request) and read (the
+// whole request, from its first byte). A client that trickles bytes cannot
+// stretch any of them.
+type reqReader struct {
+	dr       deadlineReader
+	br       *bufio.Reader
+	t        timeouts
+	start    time.Time // the current request's first byte came (or the connection was accepted)
+	h        head
+	body     []byte // the request body, its buffer reused while small
+	answered bool   // a request came before on this connection
 }
 
-// serveConn answers the tool calls on c until it closes, or hands c to
-// net/http at the first request the fast path does not take.
-func (s *Server) serveConn(c net.Conn, hand *handoff) {
+type timeouts struct{ idle, head, read time.Duration }
+
+func newReqReader(c deadlineConn, t timeouts, accepted time.Time) *reqReader {
+	r := &reqReader{dr: deadlineReader{c: c}, t: t, start: accepted}
+	r.br = bufio.NewReaderSize(&r.dr, 16<<10)
+	return r
+}
+
+type deadlineConn interface {
+	io.Reader
+	SetReadDeadline(time.Time) error
+}
+
+// deadlineReader reads c under the deadline want, which it sets on c only
+// when a read is about to be made and the deadline set is later than want
+// or earlier by more than a second (or an eighth of the time left, if
+// less): a request that arrives in one read, as tool calls do, sets none,
+// and a busy connection sets one about once a second rather than at every
+// request.
+type deadlineReader struct {
+	c         deadlineConn
+	want, set time.Time
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	if d.set.After(d.want) || d.want.Sub(d.set) > min(time.Second, time.Until(d.want)/8) {
+		d.set = d.want
+		d.c.SetReadDeadline(d.set)
+	}
+	return d.c.Read(p)
+}
+
+// clear takes the deadline off c, for net/http to set its own.
+func (d *deadlineReader) clear() {
+	if !d.set.IsZero() {
+		d.set = time.Time{}
+		d.c.SetReadDeadline(d.set)
+	}
+}
+
+// verdict is what to do with a connection after reading from it.
+type verdict int
+
+const (
+	closeConn verdict = iota // it ended or failed: close it, as net/http would, without an answer
+	handOff                  // the request is net/http's: hand it the connection (replay)
+	tooLarge                 // the body announced is over the limit: answer 413 and close
+	serve                    // a tool call read in full: r.h and r.body
+)
+
+// readHead waits for the next request and reads its head.
+func (r *reqReader) readHead(maxBody int64) verdict {
+	if r.answered {
+		r.dr.want = time.Now().Add(r.t.idle)
+		if skipBlankLines(r.br) != nil {
+			return closeConn
+		}
+		r.start = time.Now()
+	}
+	r.answered = true
+	r.dr.want = r.start.Add(r.t.head)
+	r.body = r.body[:0] // nothing of the last request's body is replayed
+	if cap(r.h.raw) > maxKeptBody {
+		r.h.raw = nil // after a huge head, a small buffer again
+	}
+	switch fast, err := readHead(r.br, &r.h); {
+	case err != nil:
+		return closeConn
+	case !fast:
+		return handOff
+	case r.h.contentLength > maxBody:
+		return tooLarge
+	}
+	return serve
+}
+
+// readBody reads the body of the request whose head readHead read. A body
+// cut short by the end of the connection is net/http's to answer.
+func (r *reqReader) readBody() verdict {
+	var err error
+	r.dr.want = r.start.Add(r.t.read)
+	r.body, err = readBody(r.br, r.body[:0], r.h.contentLength)
+	switch {
+	case err == io.ErrUnexpectedEOF:
+		return handOff
+	case err != nil:
+		return closeConn
+	}
+	return serve
+}
+
+// replay is what net/http must read before the rest of the connection:
+// the head, any body read, and what is buffered.
+func (r *reqReader) replay() []byte {
+	rest, _ := r.br.Peek(r.br.Buffered())
+	return slices.Concat(r.h.raw, r.body, rest)
+}
+
+// serveConn answers the tool calls on c, accepted at the time given, until
+// it closes, or hands c to net/http at the first request the fast path does
+// not take. It reads and writes the bare connection, c.Conn: net.Buffers
+// writes head and body in one writev only to a *net.UnixConn itself, and a
+// client woken by the head alone waits again for the body (about 20 µs per
+// call across processes).
+func (s *Server) serveConn(c *countedConn, hand *handoff, accepted time.Time) {
 	defer func() {
 		// The daemon outlives any fault in one connection.
 		if r := recover(); r != nil {
@@ -95,41 +207,33 @@ func (s *Server) serveConn(c net.Conn, hand *handoff) {
 			c.Close()
 		}
 	}()
-	br := bufio.NewReaderSize(c, 16<<10)
-	var body []byte // the request body, reused while small
-	reading, writing := lazyDeadline{set: c.SetReadDeadline}, lazyDeadline{set: c.SetWriteDeadline}
+	conn := c.Conn
+	r := newReqReader(conn, s.timeouts, accepted)
+	writing := lazyDeadline{set: conn.SetWriteDeadline}
 	for {
-		reading.extend(2 * time.Minute) // idle, then the head
-		h, fast, err := readHead(br)
-		if err != nil {
+		v := r.readHead(s.cfg.MaxBody)
+		if v == serve {
+			v = r.readBody()
+		}
+		switch v {
+		case closeConn:
+			c.Close()
+			return
+		case handOff:
+			r.dr.clear()
+			hand.give(&prefixConn{Conn: c, r: io.MultiReader(bytes.NewReader(r.replay()), conn)})
+			return
+		case tooLarge:
+			s.answer(conn, &writing, http.StatusRequestEntityTooLarge, errorJSON(fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody)), true)
 			c.Close()
 			return
 		}
-		if !fast {
-			reading.clear()
-			rest, _ := br.Peek(br.Buffered())
-			hand.give(&prefixConn{Conn: c, r: io.MultiReader(bytes.NewReader(append(h.raw, rest...)), c)})
-			return
+		code, answer := s.fastCall(r.h.tool, r.body)
+		if cap(r.body) > maxKeptBody {
+			s.releaseLarge(cap(r.body))
+			r.body = nil // a large write's buffer is not kept while the connection idles
 		}
-		if h.contentLength > s.cfg.MaxBody {
-			s.answer(c, &writing, http.StatusRequestEntityTooLarge, errorJSON(fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody)), true)
-			c.Close()
-			return
-		}
-		reading.extend(2 * time.Minute)
-		if int64(cap(body)) < h.contentLength {
-			body = make([]byte, h.contentLength)
-		}
-		body = body[:h.contentLength]
-		if _, err := io.ReadFull(br, body); err != nil {
-			c.Close()
-			return
-		}
-		code, answer := s.fastCall(h.tool, body)
-		if cap(body) > maxKeptBody {
-			body = nil // a large write's buffer is not kept while the connection idles
-		}
-		if err := s.answer(c, &writing, code, answer, h.close); err != nil || h.close {
+		if err := s.answer(conn, &writing, code, answer, r.h.close); err != nil || r.h.close {
 			c.Close()
 			return
 		}
@@ -152,22 +256,26 @@ func (s *Server) fastCall(name string, body []byte) (code int, answer []byte) {
 // body's buffer to the pool.
 func (s *Server) answer(c net.Conn, writing *lazyDeadline, code int, body []byte, closing bool) error {
 	var hb [128]byte
-	b := hb[:0]
-	b = append(b, "HTTP/1.1 "...)
-	b = strconv.AppendInt(b, int64(code), 10)
-	b = append(b, ' ')
-	b = append(b, http.StatusText(code)...)
-	b = append(b, "\r\nContent-Type: application/json\r\nContent-Length: "...)
-	b = strconv.AppendInt(b, int64(len(body)), 10)
-	if closing {
-		b = append(b, "\r\nConnection: close"...)
-	}
-	b = append(b, "\r\n\r\n"...)
+	b := appendAnswerHead(hb[:0], code, len(body), closing)
 	writing.extend(s.writeTimeout)
 	bufs := net.Buffers{b, body}
 	_, err := bufs.WriteTo(c)
 	putAnswer(body)
 	return err
+}
+
+// appendAnswerHead appends the head of a JSON answer of n bytes.
+func appendAnswerHead(b []byte, code, n int, closing bool) []byte {
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, ' ')
+	b = append(b, http.StatusText(code)...)
+	b = append(b, "\r\nContent-Type: application/json\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	if closing {
+		b = append(b, "\r\nConnection: close"...)
+	}
+	return append(b, "\r\n\r\n"...)
 }
 
 // lazyDeadline sets one of a connection's deadlines to d from now, but
@@ -183,97 +291,4 @@ func (l *lazyDeadline) extend(d time.Duration) {
 		l.at = at
 		l.set(at)
 	}
-}
-
-func (l *lazyDeadline) clear() {
-	l.at = time.Time{}
-	l.set(l.at)
-}
-
-// readHead reads a request's line and headers. fast says the fast path
-// takes the request: POST /v1/tools/NAME HTTP/1.1 with a plain name, one
-// Content-Length, and no Transfer-Encoding, Expect, Upgrade or query.
-func readHead(br *bufio.Reader) (h head, fast bool, err error) {
-	fast = true
-	lengths := 0
-	for n := 0; ; n++ {
-		line, err := br.ReadSlice('\n')
-		if err != nil {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				return h, false, errors.New("request head line too long")
-			}
-			if len(h.raw)+len(line) > 0 && errors.Is(err, io.EOF) {
-				// A partial head: let net/http say what is wrong with it.
-				h.raw = append(h.raw, line...)
-				return h, false, nil
-			}
-			return h, false, err
-		}
-		h.raw = append(h.raw, line...)
-		if len(h.raw) > maxHead {
-			return h, false, nil // net/http answers 431
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if n == 0 {
-			fast = fast && parseRequestLine(line, &h)
-			continue
-		}
-		if len(line) == 0 {
-			return h, fast && lengths == 1, nil
-		}
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			fast = false
-			continue
-		}
-		value = bytes.TrimSpace(value)
-		switch {
-		case asciiEqualFold(name, "content-length"):
-			v, err := strconv.ParseInt(string(value), 10, 64)
-			fast = fast && err == nil && v >= 0
-			h.contentLength = v
-			lengths++
-		case asciiEqualFold(name, "connection"):
-			switch {
-			case asciiEqualFold(value, "close"):
-				h.close = true
-			case !asciiEqualFold(value, "keep-alive"):
-				fast = false
-			}
-		case asciiEqualFold(name, "transfer-encoding"), asciiEqualFold(name, "expect"), asciiEqualFold(name, "upgrade"):
-			fast = false
-		}
-	}
-}
-
-func parseRequestLine(line []byte, h *head) bool {
-	method, rest, ok1 := bytes.Cut(line, []byte(" "))
-	target, proto, ok2 := bytes.Cut(rest, []byte(" "))
-	name, ok3 := bytes.CutPrefix(target, []byte("/v1/tools/"))
-	if !ok1 || !ok2 || !ok3 || string(method) != "POST" || string(proto) != "HTTP/1.1" || len(name) == 0 {
-		return false
-	}
-	for _, c := range name {
-		if !('a' <= c && c <= 'z' || c == '_') {
-			return false // escapes, slashes, a query: net/http's
-		}
-	}
-	h.tool = string(name)
-	return true
-}
-
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,8 +98,7 @@ func TestFastPathAndHandOff(t *testing.T) {
 	}
 }
 
-// A deadline moves only once it has fallen a second behind, and clear
-// always clears it.
+// A deadline moves only once it has fallen a second behind.
 func TestLazyDeadline(t *testing.T) {
 	var sets []time.Time
 	l := lazyDeadline{set: func(at time.Time) error { sets = append(sets, at); return nil }}
@@ -111,13 +111,38 @@ func TestLazyDeadline(t *testing.T) {
 	if len(sets) != 2 || !sets[1].After(sets[0].Add(time.Second)) {
 		t.Fatalf("a deadline two seconds behind was not moved: sets %v", sets)
 	}
-	l.clear()
-	l.clear()
-	if len(sets) != 4 || !sets[3].IsZero() {
-		t.Fatalf("clear: sets %v", sets)
+}
+
+// deadlineLog is a connection that records the read deadlines set on it.
+type deadlineLog struct {
+	io.Reader
+	sets []time.Time
+}
+
+func (d *deadlineLog) SetReadDeadline(at time.Time) error { d.sets = append(d.sets, at); return nil }
+
+// A read deadline is set only before a read, when the one set is later
+// than wanted or over a second earlier; clear clears it once.
+func TestDeadlineReader(t *testing.T) {
+	c := &deadlineLog{Reader: strings.NewReader(strings.Repeat("x", 100))}
+	d := deadlineReader{c: c}
+	now := time.Now()
+	d.want = now.Add(time.Minute)
+	if len(c.sets) != 0 {
+		t.Fatal("a deadline was set before any read")
 	}
-	l.extend(time.Minute)
-	if len(sets) != 5 {
-		t.Fatalf("extend after clear did not set: sets %v", sets)
+	p := make([]byte, 1)
+	d.Read(p)
+	d.want = now.Add(time.Minute + 500*time.Millisecond) // less than a second later: kept
+	d.Read(p)
+	d.want = now.Add(10 * time.Second) // earlier: set
+	d.Read(p)
+	d.want = now.Add(2 * time.Minute) // over a second later: set
+	d.Read(p)
+	d.clear()
+	d.clear()
+	want := []time.Time{now.Add(time.Minute), now.Add(10 * time.Second), now.Add(2 * time.Minute), {}}
+	if !slices.Equal(c.sets, want) {
+		t.Fatalf("deadlines set %v, want %v", c.sets, want)
 	}
 }

@@ -22,8 +22,16 @@ import (
 )
 
 // TestMain lets the latency benchmark run this binary as a harness would
-// run: a client process of its own.
+// run: a client process of its own; and TestAcceptAfterDescriptorExhaustion
+// run it as a daemon with a descriptor limit of its own.
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("DSHFS_FD_CHILD"); dir != "" {
+		if err := fdChild(dir); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if sock := os.Getenv("DSHFS_LATENCY_CLIENT"); sock != "" {
 		if err := latencyClient(sock, os.Getenv("DSHFS_LATENCY_ECHO")); err != nil {
 			fmt.Println("error:", err)

@@ -114,6 +114,9 @@ func hijackUnix(w http.ResponseWriter) (net.Conn, *net.UnixConn, error) {
 	if pc, ok := under.(*prefixConn); ok {
 		under = pc.Conn
 	}
+	if cc, ok := under.(*countedConn); ok {
+		under = cc.Conn // conn stays the one closed: the cap counts it
+	}
 	uc, ok := under.(*net.UnixConn)
 	if !ok {
 		conn.Close()

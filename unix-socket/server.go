@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,8 +20,12 @@ import (
 	"github.com/dshfs/dshfs/versionstore"
 )
 
-// DefaultMaxBody caps a request body (a write's content travels in it).
-const DefaultMaxBody = 64 << 20
+const (
+	// DefaultMaxBody caps a request body (a write's content travels in it).
+	DefaultMaxBody = 64 << 20
+	// DefaultMaxConns caps the connections open at once.
+	DefaultMaxConns = 1024
+)
 
 // Config wires a Server to the engine.
 type Config struct {
@@ -43,7 +46,13 @@ type Config struct {
 	// acts for an actor: their writes through the mount are the actor's
 	// (nil: the route answers 404).
 	RegisterProcess func(actor string, pid int) error
-	Logger          *slog.Logger
+	// MaxConns caps the connections open at once (default
+	// DefaultMaxConns): one more is answered 503 and closed at once, so
+	// that no number of clients can run the daemon out of descriptors.
+	// Each holds a descriptor and a 16 KiB buffer; a connection left idle
+	// is closed after two minutes, a silent new one after ten seconds.
+	MaxConns int
+	Logger   *slog.Logger
 }
 
 // Server serves the API.
@@ -54,9 +63,19 @@ type Server struct {
 	stop         context.CancelFunc
 	mux          *http.ServeMux
 	writeTimeout time.Duration // bounds writing an answer (streamed ones clear it)
+	timeouts                   // reading requests, on the fast path and net/http alike
 
 	mu  sync.Mutex
 	ops map[string]*atomic.Int64
+
+	open  atomic.Int64  // connections accepted and not yet closed
+	freed chan struct{} // a connection closed (see accept.go)
+
+	refused       int       // connections refused since refusedLogged (accept loop only)
+	refusedLogged time.Time //
+
+	releasing   atomic.Bool // a large body's memory is to go back to the OS (body.go)
+	lastRelease time.Time
 }
 
 // NewServer returns a server for cfg.
@@ -70,8 +89,12 @@ func NewServer(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
 	s := &Server{cfg: cfg, start: time.Now(), mux: http.NewServeMux(), ops: map[string]*atomic.Int64{},
-		writeTimeout: cfg.CallTimeout + time.Minute}
+		writeTimeout: cfg.CallTimeout + time.Minute, freed: make(chan struct{}, 1),
+		timeouts: timeouts{idle: 2 * time.Minute, head: 10 * time.Second, read: 2 * time.Minute}}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	// The route table, sorted.
 	s.mux.HandleFunc("POST /v1/actors/{actor}/processes", s.registerProcess)
@@ -108,33 +131,14 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-// Serve answers requests on l until it is closed.
+// Serve answers requests on l until it is closed; no other accept error
+// stops it (accept.go).
 func (s *Server) Serve(l net.Listener) error {
-	hs := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       2 * time.Minute,
-		WriteTimeout:      s.writeTimeout,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
-	}
+	hs := s.httpServer()
 	// Connections are read by the fast path first (fastpath.go); the ones
 	// it gives up are served by hs.
 	hand := newHandoff(l.Addr())
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					continue
-				}
-				hand.stop(err)
-				return
-			}
-			go s.serveConn(c, hand)
-		}
-	}()
+	go s.acceptLoop(l, hand)
 	err := hs.Serve(hand)
 	l.Close() // hs closed the hand-off listener: stop accepting too
 	s.stop()
@@ -142,6 +146,20 @@ func (s *Server) Serve(l net.Listener) error {
 		return nil
 	}
 	return err
+}
+
+// httpServer is the net/http server of the requests the fast path does
+// not take.
+func (s *Server) httpServer() *http.Server {
+	return &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: s.timeouts.head,
+		ReadTimeout:       s.timeouts.read,
+		WriteTimeout:      s.writeTimeout,
+		IdleTimeout:       s.timeouts.idle,
+		MaxHeaderBytes:    maxHead, // what the fast path hands over is no more than net/http takes
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+	}
 }
 
 func (s *Server) count(op string) {
@@ -162,7 +180,12 @@ func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
 func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	var code int
 	var b []byte
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	n := s.cfg.MaxBody + 1 // a body that long is refused by the MaxBytesReader
+	if r.ContentLength >= 0 {
+		n = min(n, r.ContentLength)
+	}
+	body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody), n)
+	defer s.releaseLarge(cap(body))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):

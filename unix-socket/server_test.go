@@ -30,10 +30,19 @@ type daemon struct {
 	client     *Client
 	svc        *toolapi.Service
 	store      *versionstore.Store
+	srv        *Server
 }
 
 // startDaemon serves a fresh workspace on a socket in t.TempDir().
 func startDaemon(t testing.TB, maxBody int64) *daemon {
+	t.Helper()
+	return startDaemonWith(t, Config{MaxBody: maxBody}, nil)
+}
+
+// startDaemonWith is startDaemon with cfg (its engine fields filled in
+// here), tune run on the server before it serves, and wrap, if set, put
+// around the listener.
+func startDaemonWith(t testing.TB, cfg Config, tune func(*Server), wrap ...func(net.Listener) net.Listener) *daemon {
 	t.Helper()
 	d := &daemon{ws: t.TempDir(), socket: filepath.Join(t.TempDir(), "run", "dshfs.sock")}
 	store, err := versionstore.Open(d.ws, filepath.Join(t.TempDir(), "index.db"), versionstore.Options{})
@@ -43,28 +52,31 @@ func startDaemon(t testing.TB, maxBody int64) *daemon {
 	d.store = store
 	pol, _ := policy.New(store.DB(), policy.Options{})
 	d.svc, _ = toolapi.New(store, pol, toolapi.Config{})
-	srv := NewServer(Config{
-		Tools: d.svc,
-		Status: func() Status {
-			acts, _ := pol.Activity() // as the daemon's own (cmd/dshfs/serve.go)
-			return Status{Backing: d.ws, Socket: d.socket,
-				Actors: ActorSummary{Count: len(acts), Recent: acts[:min(len(acts), MaxRecentActors)]}}
-		},
-		MaxBody: maxBody,
-		Store:   store,
-		RegisterProcess: func(actor string, pid int) error {
-			if pid <= 0 {
-				return fmt.Errorf("no process %d", pid)
-			}
-			return nil
-		},
-	})
+	cfg.Tools, cfg.Store = d.svc, store
+	cfg.Status = func() Status {
+		acts, _ := pol.Activity() // as the daemon's own (cmd/dshfs/serve.go)
+		return Status{Backing: d.ws, Socket: d.socket,
+			Actors: ActorSummary{Count: len(acts), Recent: acts[:min(len(acts), MaxRecentActors)]}}
+	}
+	cfg.RegisterProcess = func(actor string, pid int) error {
+		if pid <= 0 {
+			return fmt.Errorf("no process %d", pid)
+		}
+		return nil
+	}
+	d.srv = NewServer(cfg)
+	if tune != nil {
+		tune(d.srv)
+	}
 	l, err := Listen(d.socket)
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, w := range wrap {
+		l = w(l)
+	}
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(l) }()
+	go func() { done <- d.srv.Serve(l) }()
 	t.Cleanup(func() {
 		l.Close()
 		if err := <-done; err != nil {
@@ -345,7 +357,7 @@ func TestLongActorRefusedBeforeAnyChange(t *testing.T) {
 	var rv toolapi.ReadValue
 	json.Unmarshal(r.Value, &rv)
 	ctx := context.Background()
-	if _, err := d.client.Checkpoint(ctx, "before"); err != nil {
+	if _, err := d.client.Checkpoint(ctx, "before", nil); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(d.ws, "f.txt"), []byte("two\n"), 0o644)

@@ -140,6 +140,10 @@ func runMount(o mountOptions, ready *readyPipe) error {
 	// the tools still get the umask dshfs was started with.
 	umask := os.FileMode(syscall.Umask(0))
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	fileLimit, err := raiseFileLimit()
+	if err != nil {
+		log.Warn("raise the open-file limit", "err", err, "limit", fileLimit)
+	}
 	// Signals are caught before the mount exists: a SIGTERM that arrives
 	// as soon as the mount appears must still unmount cleanly. SIGHUP (the
 	// terminal of a --foreground daemon closing) unmounts cleanly too.
@@ -178,7 +182,7 @@ func runMount(o mountOptions, ready *readyPipe) error {
 	defer stopServing()
 	defer startBaseline(store, o.Baseline, log)()
 	os.Remove(filepath.Join(o.StateDir, unmountErrorFile))
-	log.Info("mounted", "backing", backing, "mountpoint", mnt, "state", o.StateDir, "socket", socket)
+	log.Info("mounted", "backing", backing, "mountpoint", mnt, "state", o.StateDir, "socket", socket, "open_file_limit", fileLimit)
 	if !ready.report(nil) {
 		fmt.Fprintf(os.Stderr, "dshfs: %s mounted at %s, tools on %s (Ctrl-C to unmount)\n", backing, mnt, socket)
 	}

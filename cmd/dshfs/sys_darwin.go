@@ -63,3 +63,15 @@ func isFuse(st *syscall.Statfs_t) bool {
 	}
 	return strings.Contains(string(name), "fuse")
 }
+
+// capFileLimit is the most a soft descriptor limit may be. macOS's hard
+// limit is often RLIM_INFINITY, which setrlimit refuses for the soft one:
+// the cap is kern.maxfilesperproc, as Go's syscall package takes it, or
+// OPEN_MAX (10240, <sys/syslimits.h>) where that cannot be read.
+func capFileLimit(hard uint64) uint64 {
+	n, err := unix.SysctlUint32("kern.maxfilesperproc")
+	if err != nil {
+		return min(hard, 10240)
+	}
+	return min(hard, uint64(n))
+}

@@ -159,3 +159,7 @@ func unescapeMount(s string) string {
 
 // isFuse reports whether st describes a FUSE filesystem.
 func isFuse(st *syscall.Statfs_t) bool { return st.Type == 0x65735546 } // FUSE_SUPER_MAGIC
+
+// capFileLimit is the most a soft descriptor limit may be: on Linux, the
+// hard limit itself (it is already no more than fs.nr_open).
+func capFileLimit(hard uint64) uint64 { return hard }
