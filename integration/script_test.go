@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,8 +41,9 @@ func TestScripts(t *testing.T) {
 	repo, _ := filepath.Abs("..")
 	goEnv := goEnvVars(t)
 	testscript.Run(t, testscript.Params{
-		Dir:         "testdata/script",
-		WorkdirRoot: traversableTempDir(t),
+		Dir:           "testdata/script",
+		UpdateScripts: *updateScripts,
+		WorkdirRoot:   traversableTempDir(t),
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"exits":     exitsCmd,
 			"devfuse":   devfuseCmd,
@@ -67,6 +69,10 @@ func TestScripts(t *testing.T) {
 		},
 	})
 }
+
+// updateScripts rewrites the goldens the scripts compare against (cmp
+// stdout want/...) with what the commands print now.
+var updateScripts = flag.Bool("update", false, "rewrite the scripts' goldens")
 
 // readmeQuickstart is the shell block that follows the quick start marker
 // in the README: the test runs exactly what a new user reads.
@@ -193,15 +199,15 @@ func scriptCondition(cond string) (bool, error) {
 
 // jsonfieldCmd prints, sorted and each once, the values of one field of the
 // objects in the JSON array the last command printed: `jsonfield path`
-// after `dshfs log --json` lists the paths changed. With `-set VAR N` it
+// after `dshfs log --json` lists the paths changed; `-drop RE` leaves out
+// values RE matches (a temporary file's random name). With `-set VAR N` it
 // instead sets VAR to the field of the N-th object.
 func jsonfieldCmd(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 && !(len(args) == 4 && args[0] == "-set") {
-		ts.Fatalf("usage: jsonfield FIELD | jsonfield -set VAR N FIELD")
-	}
 	var objs []map[string]any
 	ts.Check(json.Unmarshal([]byte(ts.ReadFile("stdout")), &objs))
-	if args[0] == "-set" {
+	switch {
+	case neg:
+	case len(args) == 4 && args[0] == "-set":
 		n, err := strconv.Atoi(args[2])
 		ts.Check(err)
 		if n >= len(objs) {
@@ -209,15 +215,29 @@ func jsonfieldCmd(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		ts.Setenv(args[1], fmt.Sprint(objs[n][args[3]]))
 		return
+	case len(args) == 3 && args[0] == "-drop":
+		fmt.Fprintln(ts.Stdout(), strings.Join(fieldValues(objs, args[2], regexp.MustCompile(args[1])), "\n"))
+		return
+	case len(args) == 1:
+		fmt.Fprintln(ts.Stdout(), strings.Join(fieldValues(objs, args[0], nil), "\n"))
+		return
 	}
+	ts.Fatalf("usage: jsonfield [-drop RE] FIELD | jsonfield -set VAR N FIELD")
+}
+
+// fieldValues are the values of field in objs, sorted, each once, but
+// those drop matches.
+func fieldValues(objs []map[string]any, field string, drop *regexp.Regexp) []string {
 	seen := map[string]bool{}
 	var vals []string
 	for _, o := range objs {
-		if v, ok := o[args[0]]; ok && !seen[fmt.Sprint(v)] {
-			seen[fmt.Sprint(v)] = true
-			vals = append(vals, fmt.Sprint(v))
+		v, ok := o[field]
+		s := fmt.Sprint(v)
+		if ok && !seen[s] && (drop == nil || !drop.MatchString(s)) {
+			seen[s] = true
+			vals = append(vals, s)
 		}
 	}
 	sort.Strings(vals)
-	fmt.Fprintln(ts.Stdout(), strings.Join(vals, "\n"))
+	return vals
 }
