@@ -107,34 +107,49 @@ func (s *Store) ReadText(ctx context.Context, t Target, sink func(string)) (Vers
 	// The bytes read are kept if they are not yet: a change made behind the
 	// store's back later can then be undone.
 	var kept []byte
-	if s.unkept(t.Key, before) {
+	known, unkept := s.knownRecord(t.Key, before)
+	if unkept {
 		kept = make([]byte, 0, before.Size())
 	}
 	v, err := streamText(ctx, f, sink, t.Display, &kept)
 	if err != nil {
 		return Version{}, err
 	}
-	if after, err := f.Stat(); err == nil && fingerprintOf(after) == fingerprintOf(before) && (kept == nil || int64(len(kept)) == after.Size()) {
+	after, err := f.Stat()
+	switch {
+	case err != nil || fingerprintOf(after) != fingerprintOf(before) || kept != nil && int64(len(kept)) != after.Size():
+	case kept == nil && known.Version == v:
+		// The index held these very bytes, kept: nothing to record.
+	default:
 		s.noteVersion(t.Key, fingerprintOf(after), v, at, kept)
 	}
 	return v, nil
 }
 
 // unkept reports whether the bytes of the file key, with stat fi, should be
-// kept by a read: the store keeps files of its size, and the index does not
-// already hold this very file with its bytes.
+// kept by a read.
 func (s *Store) unkept(key string, fi fs.FileInfo) bool {
-	if !s.objects.capturing() || !s.objects.keeps(fi.Size()) {
-		return false
-	}
+	_, unkept := s.knownRecord(key, fi)
+	return unkept
+}
+
+// knownRecord returns the index entry of key if it names the file with stat
+// fi and its bytes are kept, and otherwise whether a read should keep them
+// (the store keeps files of its size). A racy fingerprint counts as the same
+// file here: at worst the bytes of a same-size rewrite within one timestamp
+// tick go unkept, where checking would cost every read of a fresh file a
+// commit.
+func (s *Store) knownRecord(key string, fi fs.FileInfo) (known record, unkept bool) {
 	fp := fingerprintOf(fi)
-	unkept := true
 	s.db.View(func(tx *bolt.Tx) error {
 		r, found, err := getRecord(tx, key)
-		unkept = err != nil || !found || r.FP != fp || fp.racy(r.Recorded) || r.Version.IsZero() || !s.objects.present(tx, r.Version)
+		if err == nil && found && r.FP == fp && !r.Version.IsZero() && s.objects.present(tx, r.Version) {
+			known = r
+		}
 		return nil
 	})
-	return unkept
+	unkept = known.Version.IsZero() && s.objects.capturing() && s.objects.keeps(fi.Size())
+	return known, unkept
 }
 
 // streamText hashes every byte of r while decoding it into sink, and

@@ -98,7 +98,7 @@ func (s *Store) noteVersion(key string, fp fingerprint, v Version, at time.Time,
 	s.flushPending() // the mount's commit of these bytes may wait in its batch
 	c := change{version: v, fp: fp, size: fi.Size(), writer: External, at: at, data: data}
 	if s.indexAgrees(key, fp, v) {
-		if data == nil {
+		if data == nil || s.kept(v) {
 			return
 		}
 		c.keepOnly = true
