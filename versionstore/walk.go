@@ -112,7 +112,8 @@ func (s *Store) withinBudget() bool {
 func (s *Store) syncFile(key string, keep bool) (int64, bool) {
 	unlock := s.locks.Lock(key)
 	defer unlock()
-	s.flushPending()
+	// No flush first: what this enqueues lands behind any commit of key
+	// already in the batch, in the same transaction or a later one.
 	if s.dirty(key) {
 		return 0, false // the mount's commit will record it
 	}
