@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,5 +147,42 @@ func TestRenameExchange(t *testing.T) {
 	wantCode(t, w.edit("agent", "a", "B", "C"), versionstore.CodeStaleVersion)
 	if err := unix.Renameat2(unix.AT_FDCWD, w.path("a"), unix.AT_FDCWD, w.path("b"), unix.RENAME_NOREPLACE); err != unix.EEXIST {
 		t.Fatalf("RENAME_NOREPLACE over an existing file: %v", err)
+	}
+}
+
+// dshfs mount --baseline indexes the whole workspace in the background and
+// keeps every file's bytes: a file nobody touched, changed straight in the
+// backing directory later, can be restored.
+func TestMountBaseline(t *testing.T) {
+	testfuse.Require(t)
+	backing, mnt, state := t.TempDir(), filepath.Join(t.TempDir(), "mnt"), t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(backing, "deep", "er"), 0o755))
+	must(t, os.WriteFile(filepath.Join(backing, "deep", "er", "untouched.txt"), []byte("as it was\n"), 0o644))
+	if out, code := dshfs(t, state, "mount", "--baseline", backing, mnt); code != 0 {
+		t.Fatalf("mount: %s", out)
+	}
+	t.Cleanup(func() {
+		dshfs(t, state, "unmount", mnt)
+		unix.Unmount(mnt, unix.MNT_DETACH)
+	})
+	file := filepath.Join(mnt, "deep", "er", "untouched.txt")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, code := dshfs(t, state, "log", "--json", file)
+		var h []versionstore.HistoryEntry
+		if code == 0 && json.Unmarshal([]byte(out), &h) == nil && len(h) == 1 && h[0].Kept {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the baseline did not index %s: %s", file, out)
+		}
+		time.Sleep(50 * time.Millisecond) // the background walk
+	}
+	must(t, os.WriteFile(filepath.Join(backing, "deep", "er", "untouched.txt"), []byte("changed behind its back\n"), 0o644))
+	if out, code := dshfs(t, state, "restore", file, versionstore.SumString("as it was\n").String()); code != 0 {
+		t.Fatalf("restore: %s", out)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "as it was\n" {
+		t.Fatalf("restored %q", b)
 	}
 }

@@ -116,6 +116,17 @@ func (s *Service) Restore(ctx context.Context, cwd, path, version, actor string)
 	return res, FileVersion{t.Display, v}, err
 }
 
+// CutDiff bounds a diff at max bytes (0: no bound), cutting at a line's end
+// and saying how much was left out, for a caller that wants a look at a
+// change rather than all of it.
+func CutDiff(d string, max int) string {
+	if max <= 0 || len(d) <= max {
+		return d
+	}
+	cut := strings.LastIndexByte(d[:max], '\n') + 1
+	return d[:cut] + fmt.Sprintf("... %d more bytes of diff not shown (max_bytes %d)\n", len(d)-cut, max)
+}
+
 // latestChange picks the versions a plain `dshfs diff PATH` compares: the
 // newest (a deletion, if the file is gone) against the content it replaced.
 // A deletion in between is skipped: an editor's or git's save renames the

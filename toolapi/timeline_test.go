@@ -79,3 +79,19 @@ func TestReadKeepsTheBytesItRead(t *testing.T) {
 		t.Fatalf("restored %q", got)
 	}
 }
+
+func TestCutDiff(t *testing.T) {
+	d := "--- a\n+++ b\n@@ -1 +1 @@\n-one\n+two\n"
+	for _, tc := range []struct {
+		max  int
+		want string
+	}{
+		{0, d},
+		{len(d), d},
+		{15, "--- a\n+++ b\n... 22 more bytes of diff not shown (max_bytes 15)\n"},
+	} {
+		if got := CutDiff(d, tc.max); got != tc.want {
+			t.Errorf("CutDiff(%d) = %q, want %q", tc.max, got, tc.want)
+		}
+	}
+}

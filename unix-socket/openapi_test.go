@@ -234,6 +234,7 @@ func (c *conformance) showAndDiff() {
 	c.get("/v1/show?path=f.txt&version="+versionstore.SumString("never\n").String(), 404) // not kept
 
 	c.get("/v1/diff?path=f.txt", 200)
+	c.get("/v1/diff?path=f.txt&max_bytes=40", 200)
 	c.get("/v1/diff?path=f.txt&from="+oldest+"&to="+newest[3:11], 200)
 	c.get("/v1/diff", 400) // neither a path nor since
 	c.get("/v1/diff?path=f.txt&to="+newest, 400)

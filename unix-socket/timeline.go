@@ -125,6 +125,9 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 	default:
 		d, err = s.cfg.Tools.Diff(q.Get("cwd"), q.Get("path"), q.Get("from"), q.Get("to"))
 	}
+	if maxBytes, perr := strconv.Atoi(q.Get("max_bytes")); perr == nil {
+		d = toolapi.CutDiff(d, maxBytes)
+	}
 	if err != nil {
 		writeError(w, errorStatus(err), err.Error())
 		return

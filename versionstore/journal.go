@@ -34,7 +34,8 @@ type JournalEntry struct {
 	// before dshfs had seen the file).
 	Prev        Version   `json:"prev"`
 	PrevUnknown bool      `json:"prev_unknown,omitempty"`
-	Version     Version   `json:"version"` // zero: deleted
+	Version     Version   `json:"version"`        // zero: deleted
+	Size        int64     `json:"size,omitempty"` // of Version's bytes
 	Time        time.Time `json:"time"`
 	Writer      Writer    `json:"writer"`
 	// From and To link the halves of a rename: the change at the new path
@@ -133,6 +134,11 @@ func (s *Store) commit(keys []string, cs []change) error {
 			}
 			if err := s.record(tx, keys[i], cs[i]); err != nil {
 				return err
+			}
+			if cs[i].unkept != 0 {
+				if err := noteUnkept(tx, cs[i].version, cs[i].unkept); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

@@ -57,7 +57,7 @@ func (s *Store) Changes(q ChangeQuery) ([]Change, error) {
 				continue
 			}
 			out = append(out, Change{JournalEntry: e, Op: e.op(), Kept: !e.Version.IsZero() && hasObject(tx, e.Version),
-				NotKept: s.notKept(tx, e.Version, 0)})
+				NotKept: s.notKept(tx, e.Version, e.Size)})
 			if q.Limit > 0 && len(out) == q.Limit {
 				break
 			}

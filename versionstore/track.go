@@ -36,6 +36,9 @@ type change struct {
 	// from and to, for a change that is half of a rename: the path the
 	// file came from, or went to.
 	from, to string
+	// unkept, if set, is why version's bytes were read but not kept (see
+	// unkept.go).
+	unkept byte
 }
 
 // record applies c to the index entry of key. A change to a different version
@@ -58,7 +61,7 @@ func (s *Store) record(tx *bolt.Tx, key string, c change) error {
 		if err := appendHistory(tx, key, &r, e, s.historyLimit); err != nil {
 			return err
 		}
-		j := JournalEntry{Path: key, Prev: r.Version, Version: c.version, Time: e.Time, Writer: c.writer, From: c.from, To: c.to}
+		j := JournalEntry{Path: key, Prev: r.Version, Version: c.version, Size: c.size, Time: e.Time, Writer: c.writer, From: c.from, To: c.to}
 		switch {
 		case found, c.created:
 			err = journal(tx, j)

@@ -20,6 +20,7 @@ const (
 // The reasons NotKept gives.
 const (
 	NotKeptTooLarge  = "larger than the capture limit (dshfs mount --keep-max-bytes)"
+	NotKeptNoCapture = "this mount keeps no bytes (dshfs mount --keep-max-bytes -1)"
 	NotKeptCollected = "dropped by gc (past --retain-age, or over --retain-bytes)"
 	NotKeptBudget    = "the retention budget (--retain-bytes) was full when dshfs indexed the file"
 	NotKeptUnseen    = "dshfs never read these bytes: they were replaced behind its back before it looked"
@@ -36,7 +37,10 @@ func (s *Store) notKept(tx *bolt.Tx, v Version, size int64) string {
 	if v.IsZero() || hasObject(tx, v) {
 		return ""
 	}
-	if !s.objects.keeps(size) {
+	switch {
+	case !s.objects.capturing():
+		return NotKeptNoCapture
+	case !s.objects.keeps(size):
 		return NotKeptTooLarge
 	}
 	switch r := tx.Bucket(bucketUnkept).Get(v[:]); {

@@ -126,6 +126,9 @@ func (s *Store) syncFile(key string, keep bool) (int64, bool) {
 		return 0, false
 	}
 	c.created = s.hasBaseline() && !s.indexed(key)
+	if !keep && c.data == nil && s.objects.keeps(c.size) {
+		c.unkept = unkeptBudget
+	}
 	n := int64(len(c.data))
 	// Into the mount's batch: a walk of 20,000 files is a few transactions,
 	// not 20,000.

@@ -129,3 +129,33 @@ func TestExcluded(t *testing.T) {
 		}
 	}
 }
+
+// The log and a file's history say why a version's bytes are not kept.
+func TestNotKeptSaysWhy(t *testing.T) {
+	ts := openTestStore(t, func(o *Options) { o.RetainBytes, o.CaptureMaxBytes = 3, 8 })
+	ts.put("a", "aaaa")                    // kept: the store is under budget
+	ts.put("b", "bbbb")                    // read when the budget is full
+	ts.put("big", "larger than the limit") // over the capture limit
+	if _, err := ts.Sync(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	ts.put("a", "later") // its first version's bytes are then dropped by gc
+	ts.version("a")
+	if _, err := ts.GC(nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key  string
+		idx  int
+		want string
+	}{
+		{"big", 0, NotKeptTooLarge},
+		{"b", 0, NotKeptBudget},
+		{"a", 1, NotKeptCollected},
+	} {
+		h, err := ts.History(tc.key)
+		if err != nil || len(h) <= tc.idx || h[tc.idx].NotKept != tc.want || h[tc.idx].Kept {
+			t.Errorf("history of %s: %+v, %v; want entry %d not kept: %q", tc.key, h, err, tc.idx, tc.want)
+		}
+	}
+}
