@@ -55,15 +55,6 @@ func stampAll(obs, actors *bolt.Bucket, t time.Time) error {
 	})
 }
 
-// lastActive is actor's activity stamp.
-func (p *Policy) lastActive(actor string) (t time.Time, ok bool) {
-	p.db.View(func(tx *bolt.Tx) error {
-		t, ok = unstamp(tx.Bucket(bucketActors).Get([]byte(actor)))
-		return nil
-	})
-	return t, ok
-}
-
 // Activity lists every actor with its last activity, most recent first.
 func (p *Policy) Activity() ([]Activity, error) {
 	var out []Activity

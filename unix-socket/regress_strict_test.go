@@ -148,10 +148,15 @@ func TestFastPathAsStrictAsNetHTTP(t *testing.T) {
 	plain := plainServer(t, d.srv)
 	cases := strictCases()
 	// Cut short: the client sends no more.
-	ok, host := toolCall("Host: dshfs\r\n", strictLength), "Host: dshfs\r\n"
+	host := "Host: dshfs\r\n"
+	// The request before the cut is answered without running a tool:
+	// net/http cancels a running call's context when its background read
+	// of the connection meets the end, sooner or later (the call then says
+	// "read aborted"), and the fast path reads nothing while it calls.
+	unknown := strings.Replace(toolCall(host, strictLength), "/v1/tools/read", "/v1/tools/nope", 1)
 	cutShort := []strictCase{
 		{"a body cut short", toolCall(host, "Content-Length: 100\r\n")},
-		{"a body cut short after a request", ok + toolCall(host, "Content-Length: 100\r\n")},
+		{"a body cut short after a request", unknown + toolCall(host, "Content-Length: 100\r\n")},
 		{"a head cut short", "POST /v1/tools/read HTTP/1.1\r\nHost: dshfs\r\nContent-Le"},
 		{"a request line cut short", "POST /v1/tools/re"},
 	}
