@@ -13,17 +13,19 @@ import (
 
 // handle is an open file. Reads go straight to the backing descriptor;
 // every operation that changes bytes runs under the file's versionstore lock
-// and leaves the handle dirty until a flush, fsync or release commits the
-// file's version, attributed to the last process that wrote through it.
+// and owes the file a version, which a flush or fsync after a write, or the
+// last writer's release, commits — attributed to the last process that
+// wrote through it. A handle open for writing counts in the mount's writers
+// from its open to its release.
 type handle struct {
 	*fs.LoopbackFile
 	fd int
 	n  *node
 
-	mu     sync.Mutex
-	dirty  bool // counted in the FS's dirty set: a version is owed
-	wrote  bool // bytes were written since the last commit
-	writer versionstore.Writer
+	mu      sync.Mutex
+	writing bool // counted in the mount's writers
+	wrote   bool // bytes were written since the last commit
+	writer  versionstore.Writer
 }
 
 // PassthroughFd refuses kernel passthrough, which would hide writes.
@@ -34,32 +36,27 @@ func newHandle(n *node, fd int) *handle {
 }
 
 // mutate runs op, which changes the file's bytes, under the file's lock
-// and marks the file dirty. A file no longer in the tree (unlinked while
+// and owes the file a version. A file no longer in the tree (unlinked while
 // open) has no version to keep, so op just runs.
 func (h *handle) mutate(ctx context.Context, op func() syscall.Errno) syscall.Errno {
-	return h.change(ctx, true, op)
-}
-
-// change is mutate; wrote says whether op writes bytes (rather than open
-// the file for writing, or create or truncate it on open).
-func (h *handle) change(ctx context.Context, wrote bool, op func() syscall.Errno) syscall.Errno {
-	key, unlock, ok := h.n.lockKey()
+	key, unlock, ok := h.n.fsys.writers.lock(h.n)
 	defer unlock()
 	if !ok {
 		return op()
 	}
-	h.markDirty(ctx, key, wrote)
+	h.changed(ctx, key, true)
 	h.n.fsys.noteSelfKey(key)
 	return op()
 }
 
-// markDirty notes a change through h. The first one since the last commit
-// tells the store; the writer is the last caller with a pid (writeback and
-// mmap writes come from the kernel, pid 0).
-func (h *handle) markDirty(ctx context.Context, key string, wrote bool) {
+// changed notes a change through h at key (wrote: of bytes, rather than an
+// open for writing or a create). The first counts h among the file's
+// writers; the writer is the last caller with a pid (writeback and mmap
+// writes come from the kernel, pid 0). Callers hold key's lock.
+func (h *handle) changed(ctx context.Context, key string, wrote bool) {
 	h.mu.Lock()
-	first := !h.dirty
-	h.dirty = true
+	first := !h.writing
+	h.writing = true
 	h.wrote = h.wrote || wrote
 	// The command name is read from /proc only when the writing process
 	// changes, not on every WRITE.
@@ -67,46 +64,51 @@ func (h *handle) markDirty(ctx context.Context, key string, wrote bool) {
 		h.writer = h.n.fsys.actors.attribute(writer(ctx))
 	}
 	h.mu.Unlock()
-	if first {
-		h.n.fsys.dirtyAdd(h.n, key)
-	} else {
-		h.n.fsys.dirty.owe(h.n)
+	if !first {
+		h.n.fsys.writers.owe(h.n)
+		return
 	}
+	if _, writing := h.n.fsys.writers.keyOf(h.n); !writing {
+		// The file's first writer: the bytes before are kept, and recorded
+		// as what was there, before the file counts as being written.
+		h.n.fsys.store.Preserve(key)
+	}
+	h.n.fsys.writers.begin(h.n, key, wrote)
 }
 
-// commit records the file's version if h changed it. The store rehashes
-// the bytes on disk, so what is committed is exactly what is there. A flush
-// or fsync commits only after bytes were written: a shell redirect closes a
-// duplicate of the new descriptor before writing, and the empty file it
-// would record is not a version anyone meant. Release commits whatever is
-// owed. Until then the handle, open for writing, stays dirty: a tool's
-// publish would leave its later writes in the replaced inode.
+// commit records the file's version if a change through the mount is owed.
+// The store rehashes the bytes on disk, so what is committed is exactly
+// what is there. A flush or fsync commits only after bytes were written
+// through h: a shell redirect closes a duplicate of the new descriptor
+// before writing, and the empty file it would record is not a version
+// anyone meant. The last writer's release commits whatever is owed; until
+// then the file is being written.
 func (h *handle) commit(release bool) {
 	h.mu.Lock()
-	owed := h.dirty && (h.wrote || release)
-	w := h.writer
-	if owed {
-		h.dirty, h.wrote = !release, false
+	counted, wrote, w := h.writing, h.wrote, h.writer
+	h.wrote = false
+	if release {
+		h.writing = false
 	}
 	h.mu.Unlock()
 	switch {
-	case owed && release:
-		h.n.fsys.dirtyDone(h.n, w)
-	case owed:
-		h.n.fsys.dirtyCommit(h.n, w)
+	case counted && release:
+		h.n.fsys.endWriting(h.n, w)
+	case counted && wrote:
+		h.n.fsys.commitWriting(h.n, w)
 	}
 }
 
 // abandon drops a handle the kernel never received (its open failed after
-// it was marked dirty): the version owed is committed and the descriptor
-// closed. Callers hold key's lock.
+// it was counted among the writers): the version owed is committed and the
+// descriptor closed. Callers hold key's lock.
 func (h *handle) abandon(key string, w versionstore.Writer) {
 	h.mu.Lock()
-	owed := h.dirty
-	h.dirty = false
+	counted := h.writing
+	h.writing = false
 	h.mu.Unlock()
-	if owed {
-		h.n.fsys.dirtyDoneLocked(h.n, key, w)
+	if counted {
+		h.n.fsys.endWritingLocked(h.n, w)
 	}
 	unix.Close(h.fd)
 }
@@ -183,11 +185,11 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		// closes: a tool's publish would leave its later writes in the
 		// replaced inode, lost. So the open itself runs under the file's
 		// lock, or a publish could swap the name's inode between the open
-		// and the mark.
-		n.fsys.moves.RLock()
-		defer n.fsys.moves.RUnlock()
+		// and the count.
+		n.fsys.writers.moves.RLock()
+		defer n.fsys.writers.moves.RUnlock()
 		var unlock func()
-		key, unlock, keyed = n.lockKey()
+		key, unlock, keyed = n.fsys.writers.lock(n)
 		defer unlock()
 	}
 	ffd, err := unix.Openat(fd, name, int(flags&^syscall.O_TRUNC)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -201,7 +203,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	h := newHandle(n, ffd)
 	if writable {
 		if keyed {
-			h.markDirty(ctx, key, false)
+			h.changed(ctx, key, false)
 			n.fsys.noteSelfKey(key)
 		}
 		// Truncation by O_TRUNC (with ATOMIC_O_TRUNC it comes here, not as

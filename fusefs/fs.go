@@ -1,9 +1,11 @@
 // Package fusefs owns the FUSE view of the workspace: a go-fuse node tree over
 // the backing directory in which every mutating operation — write, truncate,
 // fallocate, copy_file_range, create, mknod, link, rename, unlink — takes the
-// file's versionstore lock and marks it dirty, and whose version is committed
-// when the last writer flushes, fsyncs or releases, attributed to the calling
-// process. Tool writes published behind the kernel's back are invalidated in
+// file's versionstore lock, and whose version is committed when a writer
+// flushes or fsyncs after writing and when the last one releases,
+// attributed to the calling process. It owns which files are being written
+// through the mount (writers.go), which the store asks before a tool may
+// replace one. Tool writes published behind the kernel's back are invalidated in
 // the kernel's caches at once.
 //
 // It works on directory file descriptors (*at system calls), never on
@@ -21,7 +23,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -68,19 +69,12 @@ type FS struct {
 	root   *node
 	server *fuse.Server
 	mnt    string
-	dirty  dirtySet
-	// moves is held by a directory rename while it moves the index and the
-	// marks below it, and shared by an open for writing while it marks its
-	// file: else the mark could land on the old path after the move.
-	moves sync.RWMutex
-	log   *slog.Logger
-	watch *watcher // nil when the backing tree is not watched
+	// writers are the files being written through the mount (writers.go).
+	writers *writers
+	log     *slog.Logger
+	watch   *watcher // nil when the backing tree is not watched
 
 	actors *Actors // who the processes writing through the mount act for
-
-	stopMarks sync.Once
-	stop      chan struct{} // ends settleStaleMarks
-	stopped   chan struct{}
 
 	timeout time.Duration // how long the kernel may trust entries and attributes
 
@@ -102,7 +96,9 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
-	f := &FS{store: store, rootFd: rootFd, mnt: mnt, log: opts.Logger, afterMake: opts.afterMake, actors: &Actors{}, info: opts.DaemonInfo}
+	f := &FS{store: store, rootFd: rootFd, mnt: mnt, log: opts.Logger, afterMake: opts.afterMake, actors: &Actors{}, info: opts.DaemonInfo,
+		writers: newWriters(store.Locks())}
+	store.AttachWriters(f.writers)
 	if f.log == nil {
 		f.log = slog.Default()
 	}
@@ -158,11 +154,6 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	}
 	f.server = server
 	f.watch.start()
-	f.stop, f.stopped = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(f.stopped)
-		f.settleStaleMarks(f.stop)
-	}()
 	return f, nil
 }
 
@@ -212,10 +203,6 @@ func (f *FS) Wait() { f.server.Wait() }
 // Unmount unmounts, retrying while the mount is busy and detaching it
 // lazily if it stays busy, then releases the backing directory.
 func (f *FS) Unmount() error {
-	f.stopMarks.Do(func() {
-		close(f.stop)
-		<-f.stopped
-	})
 	var err error
 	for range 10 {
 		if err = f.server.Unmount(); err == nil {

@@ -26,57 +26,6 @@ type node struct {
 
 	mu     sync.Mutex
 	cached cacheStamp // the file as the kernel's page cache last knew it
-	// movedTo is where a rename put n, until go-fuse moves it in its tree
-	// (after Rename returns): n's key is already the new one meanwhile.
-	movedTo *place
-}
-
-// place is a name in a directory of the tree.
-type place struct {
-	parent *fs.Inode
-	name   string
-}
-
-// parentOf is p's name and parent, as the last rename left them.
-func parentOf(p *fs.Inode) (string, *fs.Inode) {
-	name, parent := p.Parent()
-	n, ok := p.Operations().(*node)
-	if !ok {
-		return name, parent
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if m := n.movedTo; m != nil {
-		if m.parent == parent && m.name == name {
-			n.movedTo = nil // the tree has caught up
-		} else {
-			return m.name, m.parent
-		}
-	}
-	return name, parent
-}
-
-// moved records that a rename put n at name in parent.
-func (n *node) moved(parent *fs.Inode, name string) {
-	n.mu.Lock()
-	n.movedTo = &place{parent, name}
-	n.mu.Unlock()
-}
-
-// lockKey locks n's key and returns it. A rename may move n while the lock
-// is awaited, so the key is read again under the lock until it holds.
-func (n *node) lockKey() (key string, unlock func(), ok bool) {
-	for {
-		key, ok := n.key()
-		if !ok {
-			return "", func() {}, false
-		}
-		unlock := n.fsys.store.Locks().Lock(key)
-		if again, ok := n.key(); ok && again == key {
-			return key, unlock, true
-		}
-		unlock()
-	}
 }
 
 // cacheStamp identifies a file's content for the page cache: the same
@@ -119,7 +68,7 @@ func (n *node) relPath() (string, bool) {
 	var segs []string
 	root := n.fsys.root.EmbeddedInode()
 	for p := n.EmbeddedInode(); p != root; {
-		name, parent := parentOf(p)
+		name, parent := n.fsys.writers.parentOf(p)
 		if parent == nil {
 			return "", false
 		}

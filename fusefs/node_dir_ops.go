@@ -62,8 +62,8 @@ func (n *node) entryFd(ctx context.Context, fd int, out *fuse.EntryOut) (*fs.Ino
 var _ = (fs.NodeCreater)((*node)(nil))
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	n.fsys.moves.RLock() // as an open for writing does: the directory stays put
-	defer n.fsys.moves.RUnlock()
+	n.fsys.writers.moves.RLock() // as an open for writing does: the directory stays put
+	defer n.fsys.writers.moves.RUnlock()
 	key, ok := n.childKey(name)
 	if !ok {
 		return nil, nil, 0, syscall.ENOENT
@@ -89,7 +89,8 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	fillAttr(&out.Attr, &st)
 	child := n.newChild(ctx, &st, generation(ffd, ""))
 	h := newHandle(child.Operations().(*node), ffd)
-	h.markDirty(ctx, key, false) // a new file owes a version
+	h.changed(ctx, key, false)
+	n.fsys.writers.owe(h.n) // a new file owes a version
 	return child, h, 0, 0
 }
 
@@ -278,6 +279,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if err := unix.Unlinkat(fd, name, 0); err != nil {
 		return toErrno(err)
 	}
+	n.fsys.writers.unlinked(key)          // a writer of it writes nobody's version now
 	n.fsys.refresh(nil, key, writer(ctx)) // records the deletion
 	return 0
 }

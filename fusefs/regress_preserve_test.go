@@ -428,10 +428,10 @@ func TestOpenForWriteRacingADirectoryRename(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		marked := m.store.Marked("d/f") || m.store.Marked("e/f")
+		marked := m.fs.writers.Writing("d/f") || m.fs.writers.Writing("e/f")
 		f.Close()
 		if st.Dirty != 1 || !marked {
-			t.Fatalf("round %d (opened under %s): %d marks, d/f %v, e/f %v", i, at, st.Dirty, m.store.Marked("d/f"), m.store.Marked("e/f"))
+			t.Fatalf("round %d (opened under %s): %d marks, d/f %v, e/f %v", i, at, st.Dirty, m.fs.writers.Writing("d/f"), m.fs.writers.Writing("e/f"))
 		}
 	}
 }

@@ -87,8 +87,8 @@ func (r *renameOp) lock() (func(), syscall.Errno) {
 	}
 	unlockMoves := func() {}
 	if isDir(&st) || target && isDir(&nst) {
-		r.n.fsys.moves.Lock()
-		unlockMoves = r.n.fsys.moves.Unlock
+		r.n.fsys.writers.moves.Lock()
+		unlockMoves = r.n.fsys.writers.moves.Unlock
 	}
 	unlock := r.n.fsys.store.Locks().Lock2(r.oldKey, r.newKey)
 	return func() { unlock(); unlockMoves() }, 0
@@ -149,14 +149,16 @@ func (r *renameOp) run(ctx context.Context, mv move) syscall.Errno {
 		store.Created(mv.newKey)
 	}
 	// go-fuse moves the nodes in its tree only after Rename returns; until
-	// then their keys must already be the new ones, or a writer's commit
-	// in that window lands on the old path.
+	// then their paths must already be the new ones, or an open or a
+	// writer's commit in that moment lands on the old path.
+	ws := r.n.fsys.writers
 	if mv.moving != nil {
-		mv.moving.moved(r.np.EmbeddedInode(), r.newName)
+		ws.put(mv.moving.EmbeddedInode(), r.np.EmbeddedInode(), r.newName)
 	}
 	if mv.exchange && mv.displaced != nil {
-		mv.displaced.moved(r.n.EmbeddedInode(), r.name)
+		ws.put(mv.displaced.EmbeddedInode(), r.n.EmbeddedInode(), r.name)
 	}
+	ws.moved(mv.oldKey, mv.newKey, mv.exchange)
 	r.n.fsys.renamed(ctx, mv)
 	return 0
 }
@@ -206,11 +208,10 @@ func (f *FS) renamed(ctx context.Context, mv move) {
 }
 
 // settle records the version of key, which now holds n's file (nil: no
-// file), or marks it dirty while n has writers: the last one's release
-// commits it there. Callers hold key's lock.
+// file), unless n is being written: then its last writer's release commits
+// it there. Callers hold key's lock.
 func (f *FS) settle(key string, n *node, w versionstore.Writer) {
-	if n != nil && f.dirty.owe(n) {
-		f.logErr("mark dirty", key, f.store.MarkDirty(key))
+	if n != nil && f.writers.owe(n) {
 		return
 	}
 	f.refresh(nil, key, w)

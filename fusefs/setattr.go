@@ -96,12 +96,11 @@ func setattrTimes(in *fuse.SetAttrIn) []unix.Timespec {
 // truncateRef truncates the file r (truncate(1), or O_TRUNC without an
 // open file) and records its new version.
 func (n *node) truncateRef(ctx context.Context, r nodeRef, size int64) syscall.Errno {
-	key, ok := n.key()
+	key, unlock, ok := n.fsys.writers.lock(n)
+	defer unlock()
 	if !ok {
 		return syscall.ENOENT
 	}
-	unlock := n.fsys.store.Locks().Lock(key)
-	defer unlock()
 	n.fsys.store.Preserve(key)
 	// A tool publish may have replaced the file since r was opened; under
 	// the lock none can, and the name must still hold it.

@@ -260,9 +260,9 @@ func (c *conformance) restore() {
 	c.post("/v1/restore", `{"path":"f.txt","version":"`+newest+`","actor":"`+strings.Repeat("x", 300)+`"}`, 400, bad)
 	c.post("/v1/restore", `{"path":"../f.txt","version":"`+newest+`"}`, 400)
 	c.post("/v1/restore", `{"path":"f.txt","version":"`+absentPrefix(c.f)+`"}`, 404)
-	c.d.store.MarkDirty("f.txt") // as the mount does while a process writes it
+	c.d.store.AttachWriters(writingOnly("f.txt")) // as the mount says while a process writes it
 	c.post("/v1/restore", `{"path":"f.txt","version":"`+newest+`"}`, 409)
-	c.d.store.Unmark("f.txt")
+	c.d.store.AttachWriters(nil)
 	c.post("/v1/restore", `{"path":"f.txt","version":"`+newest+`"`+strings.Repeat(" ", 2<<20)+`}`, 413)
 }
 
@@ -288,9 +288,9 @@ func (c *conformance) rewind() {
 	if r := c.rewindTo(`{"checkpoint":"before","dry_run":true}`); !slices.Equal(actions(r), want) || !r.DryRun {
 		c.t.Errorf("dry run: %+v", r)
 	}
-	c.d.store.MarkDirty("busy.txt") // a conflict: left alone, with an error
+	c.d.store.AttachWriters(writingOnly("busy.txt")) // a conflict: left alone, with an error
 	r := c.rewindTo(`{"checkpoint":"before","actor":"a"}`)
-	c.d.store.Unmark("busy.txt")
+	c.d.store.AttachWriters(nil)
 	if !slices.Equal(actions(r), want) || r.Conflicts != 1 || r.Before == "" {
 		c.t.Errorf("rewind: %+v", r)
 	}
@@ -383,3 +383,9 @@ func (c *conformance) corruption() {
 	c.get("/v1/diff?path=f.txt&from="+oldest, 500)
 	c.post("/v1/restore", `{"path":"f.txt","version":"`+oldest+`"}`, 500)
 }
+
+// writingOnly stands in for a mount writing one file.
+type writingOnly string
+
+func (w writingOnly) Writing(key string) bool { return key == string(w) }
+func (w writingOnly) Count() int              { return 1 }

@@ -64,7 +64,7 @@ func (s *Store) preserveLocked(key string, queued bool) (absent bool) {
 		c, err := s.readForCapture(Target{Key: key, Display: key}, at, External, true)
 		if err == nil && c.data != nil {
 			c.keepOnly = true
-			s.enqueue(key, c, false)
+			s.enqueue(key, c)
 		}
 		return false
 	}
@@ -86,7 +86,7 @@ func (s *Store) preserveLocked(key string, queued bool) (absent bool) {
 	}
 	c.created = unknown && s.hasBaseline() // after a baseline, an unknown file is new
 	if queued {
-		s.enqueue(key, c, false)
+		s.enqueue(key, c)
 		return false
 	}
 	s.logErr("keep the bytes before a change", key, s.commit([]string{key}, []change{c}))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -17,6 +18,8 @@ type testStore struct {
 	t     *testing.T
 	dir   string // the workspace (backing directory)
 	index string
+
+	writingSet *writingSet // see markWriting
 }
 
 // openTestStore opens a store in t.TempDir() and, at cleanup, closes it and
@@ -147,4 +150,33 @@ func noTemps(t *testing.T, dir string) {
 		}
 		return nil
 	})
+}
+
+// writingSet stands in for the mount's writers: the keys in it are being
+// written through the mount.
+type writingSet struct {
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+func (w *writingSet) Writing(key string) bool { w.mu.Lock(); defer w.mu.Unlock(); return w.keys[key] }
+func (w *writingSet) Count() int              { w.mu.Lock(); defer w.mu.Unlock(); return len(w.keys) }
+
+// markWriting says key is being written through the mount, as the mount
+// does from a writer's open to its last release.
+func (ts *testStore) markWriting(key string) {
+	if ts.writingSet == nil {
+		ts.writingSet = &writingSet{keys: map[string]bool{}}
+		ts.AttachWriters(ts.writingSet)
+	}
+	ts.writingSet.mu.Lock()
+	ts.writingSet.keys[key] = true
+	ts.writingSet.mu.Unlock()
+}
+
+// doneWriting says key's writers have let go.
+func (ts *testStore) doneWriting(key string) {
+	ts.writingSet.mu.Lock()
+	delete(ts.writingSet.keys, key)
+	ts.writingSet.mu.Unlock()
 }

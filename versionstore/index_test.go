@@ -78,7 +78,7 @@ func TestFingerprintTrustAndRacyRule(t *testing.T) {
 	if probe() != planted {
 		t.Fatal("clean entry with a matching fingerprint was rehashed")
 	}
-	must(t, ts.MarkDirty("f"))
+	ts.markWriting("f")
 	if probe() != SumString("real bytes") {
 		t.Fatal("dirty entry was trusted")
 	}

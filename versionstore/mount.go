@@ -7,18 +7,17 @@ import (
 )
 
 // The mount's side of the index. Writes through the mount are frequent and
-// small (a `tar -x` commits a version per file), so their dirty marks live
-// in memory — they mean nothing once the process is gone — and their
-// versions are committed to bbolt in batches. Every tool operation, history
-// query and directory move applies the pending batch first, so they always
-// see the mount's latest versions and attribute them to the mount.
+// small (a `tar -x` commits a version per file), so their versions are
+// committed to bbolt in batches. Every tool operation, history query and
+// directory move applies the pending batch first, so they always see the
+// mount's latest versions and attribute them to the mount. Which files the
+// mount is writing now is the mount's to say (Writers): the store asks.
 
 // mountState is the in-memory half of the index.
 type mountState struct {
 	mu           sync.Mutex
-	dirty        map[string]time.Time // since when
-	bornAbsent   map[string]bool      // keys the mount just created
-	renames      map[string]rename    // keys a rename just moved a file to or from
+	bornAbsent   map[string]bool   // keys the mount just created
+	renames      map[string]rename // keys a rename just moved a file to or from
 	pending      []pendingChange
 	pendingBytes int64 // of bytes to keep in pending
 
@@ -64,69 +63,46 @@ func (s *Store) takeRename(key string) (from, to string) {
 	return r.from, r.to
 }
 
-// MarkDirty records that key is being written through the mount: until the
-// writes are committed by Refresh, no fingerprint is trusted for it, no
-// change to it is attributed to anyone else, and tool mutations of it are
-// refused. Callers hold the file's lock.
-func (s *Store) MarkDirty(key string) error {
-	s.mount.mu.Lock()
-	defer s.mount.mu.Unlock()
-	if s.mount.dirty == nil {
-		s.mount.dirty = make(map[string]time.Time)
-	}
-	if _, ok := s.mount.dirty[key]; !ok {
-		s.mount.dirty[key] = s.now()
-	}
-	return nil
+// Writers says which files a mount has open for writing. While one is, the
+// store refuses to let a tool replace it (the writer's later writes would
+// land in the replaced inode, lost), trusts no fingerprint of it, and
+// attributes a change to it to nobody but the writer's own commit. The mount
+// owns the answer; a store with none attached has nothing being written.
+type Writers interface {
+	Writing(key string) bool
+	// Count is how many files are being written.
+	Count() int
 }
 
-// dirty reports whether key has writes in progress through the mount.
+// writersBox holds the attached Writers (an interface in an atomic.Value
+// must always have the same concrete type).
+type writersBox struct{ w Writers }
+
+// AttachWriters makes w the store's source of the files being written
+// (nil: none).
+func (s *Store) AttachWriters(w Writers) { s.writers.Store(writersBox{w}) }
+
+// dirty reports whether key is being written through the mount.
 func (s *Store) dirty(key string) bool {
-	s.mount.mu.Lock()
-	defer s.mount.mu.Unlock()
-	_, ok := s.mount.dirty[key]
-	return ok
+	b, _ := s.writers.Load().(writersBox)
+	return b.w != nil && b.w.Writing(key)
 }
 
-// DirtySince lists the keys marked dirty since before t: the mount checks
-// that each still belongs to a file being written.
-func (s *Store) DirtySince(t time.Time) []string {
-	s.mount.mu.Lock()
-	defer s.mount.mu.Unlock()
-	var keys []string
-	for k, since := range s.mount.dirty {
-		if since.Before(t) {
-			keys = append(keys, k)
-		}
+// beingWritten counts the files being written through the mount.
+func (s *Store) beingWritten() int {
+	b, _ := s.writers.Load().(writersBox)
+	if b.w == nil {
+		return 0
 	}
-	return keys
+	return b.w.Count()
 }
 
-// Marked reports whether key is marked as being written through the mount.
-func (s *Store) Marked(key string) bool { return s.dirty(key) }
+// queue adds a mount commit of key to the next batch.
+func (s *Store) queue(key string, c change) { s.enqueue(key, c) }
 
-// Unmark drops key's dirty mark: the mount's writers of key are done, and
-// its version was committed since their last change.
-func (s *Store) Unmark(key string) { s.clearDirty(key) }
-
-// clearDirty drops key's dirty mark without committing a version.
-func (s *Store) clearDirty(key string) {
+// enqueue adds c to the next batch.
+func (s *Store) enqueue(key string, c change) {
 	s.mount.mu.Lock()
-	delete(s.mount.dirty, key)
-	s.mount.mu.Unlock()
-}
-
-// queue adds a mount commit of key to the next batch and clears its dirty
-// mark.
-func (s *Store) queue(key string, c change) { s.enqueue(key, c, true) }
-
-// enqueue adds c to the next batch; clear drops key's dirty mark (a commit)
-// or keeps it (bytes kept before a change).
-func (s *Store) enqueue(key string, c change, clear bool) {
-	s.mount.mu.Lock()
-	if clear {
-		delete(s.mount.dirty, key)
-	}
 	s.mount.pending = append(s.mount.pending, pendingChange{key, c})
 	s.mount.pendingBytes += int64(len(c.data))
 	full := len(s.mount.pending) >= pendingLimit || s.mount.pendingBytes >= pendingBytesLimit
@@ -159,13 +135,14 @@ func (s *Store) flushPending() {
 // mountFlushInterval bounds how long a mount version waits in memory.
 const mountFlushInterval = 50 * time.Millisecond
 
-// moveMarks moves the in-memory marks (dirty, created) of a and everything
-// below it to b, as a rename moved the files; with swap, b's go to a.
+// moveMarks moves the in-memory marks (created, renamed) of a and
+// everything below it to b, as a rename moved the files; with swap, b's go
+// to a.
 func (s *Store) moveMarks(a, b string, swap bool) {
 	s.mount.mu.Lock()
 	defer s.mount.mu.Unlock()
-	moveKeys(s.mount.dirty, a, b, swap)
 	moveKeys(s.mount.bornAbsent, a, b, swap)
+	moveKeys(s.mount.renames, a, b, swap)
 }
 
 func moveKeys[V any](m map[string]V, a, b string, swap bool) {

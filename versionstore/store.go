@@ -75,7 +75,8 @@ type Store struct {
 	euid     int // who follows symlinks for the tools (protectedSymlink)
 	now      func() time.Time
 
-	baselined atomic.Bool // a walk has indexed the whole workspace (walk.go)
+	baselined atomic.Bool  // a walk has indexed the whole workspace (walk.go)
+	writers   atomic.Value // writersBox: the files the mount is writing (mount.go)
 
 	historyLimit int
 	diffBasisMax int

@@ -201,9 +201,7 @@ func TestRewindConflicts(t *testing.T) {
 	ts.Refresh("unseen.txt", shell)
 	unlock()
 	ts.locks.Lock("busy.txt")() // settle
-	unlockBusy := ts.locks.Lock("busy.txt")
-	ts.MarkDirty("busy.txt") // a writer holds it open
-	unlockBusy()
+	ts.markWriting("busy.txt")  // a writer holds it open
 
 	res, err := ts.Rewind(context.Background(), "start", RewindOptions{Writer: ToolWriter("me")})
 	if err != nil || res.Conflicts != 1 || len(res.Actions) != 2 {
@@ -220,8 +218,9 @@ func TestRewindConflicts(t *testing.T) {
 	if ts.get("unseen.txt") != "one\n" {
 		t.Fatalf("unseen.txt = %q, want its bytes at the checkpoint", ts.get("unseen.txt"))
 	}
-	unlockBusy = ts.locks.Lock("busy.txt")
+	unlockBusy := ts.locks.Lock("busy.txt")
 	ts.Refresh("busy.txt", shell)
+	ts.doneWriting("busy.txt")
 	unlockBusy()
 }
 

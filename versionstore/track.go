@@ -197,8 +197,8 @@ func (s *Store) commitChange(key string, c change) {
 }
 
 // Refresh rehashes key from disk and records its version as written by w if
-// it changed (a deletion if it is gone), keeping its bytes, and clears any
-// dirty mark. Callers hold the file's lock.
+// it changed (a deletion if it is gone), keeping its bytes. Callers hold the
+// file's lock.
 func (s *Store) Refresh(key string, w Writer) (Version, error) {
 	// The commit joins the pending batch behind any earlier commit of key,
 	// so its history stays in order without a transaction of its own.
@@ -221,7 +221,6 @@ func (s *Store) Refresh(key string, w Writer) (Version, error) {
 			err = nil // a directory or device now: no version to keep
 		}
 		// Nothing to commit; the next access rehashes what is there.
-		s.clearDirty(key)
 		return Version{}, err
 	}
 	c.created, c.from, c.to = born, from, to
@@ -239,7 +238,7 @@ func (s *Store) MoveTree(oldKey, newKey string, w Writer) error {
 		return nil
 	}
 	s.flushPending()
-	s.moveMarks(oldKey, newKey, false) // a writer's mark follows its file
+	s.moveMarks(oldKey, newKey, false)
 	at := s.now().UTC()
 	return s.db.Update(func(tx *bolt.Tx) error {
 		before, err := treeVersions(tx, oldKey, newKey)
@@ -396,9 +395,7 @@ type Stats struct {
 // Stats counts the index entries.
 func (s *Store) Stats() (Stats, error) {
 	s.flushPending()
-	s.mount.mu.Lock()
-	st := Stats{Dirty: len(s.mount.dirty)}
-	s.mount.mu.Unlock()
+	st := Stats{Dirty: s.beingWritten()}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
 			var r record

@@ -132,7 +132,7 @@ func (s *Store) syncFile(key string, keep bool) (int64, bool) {
 	n := int64(len(c.data))
 	// Into the mount's batch: a walk of 20,000 files is a few transactions,
 	// not 20,000.
-	s.enqueue(key, c, false)
+	s.enqueue(key, c)
 	return n, true
 }
 

@@ -1,0 +1,251 @@
+package fusefs
+
+import (
+	"maps"
+	"strings"
+	"sync"
+
+	"github.com/dshfs/dshfs/versionstore"
+	"github.com/hanwen/go-fuse/v2/fs"
+)
+
+// writers owns "someone is writing this file" for the mount: for each file
+// (node) open for writing, how many handles hold it so, whether a version
+// is owed, and the path it is at now. A file is being written from its
+// first open for writing (or its creation) to its last writer's release:
+// meanwhile no tool may replace it (a publish would leave the writer's
+// later writes in the replaced inode, lost) and its changes are the
+// writer's to commit. The store asks this type (versionstore.Writers).
+//
+// The path moves with the file under the locks a rename holds, so it is
+// always where the file is, before and after go-fuse moves its node; a file
+// unlinked or replaced while open has no path any more, and its writes are
+// nobody's version. moves orders a directory's rename (exclusive) against
+// opens for writing and creates below it (shared), taken before any file's
+// lock: an open must not count its file at a path a rename is moving.
+type writers struct {
+	locks *versionstore.Locks
+	moves sync.RWMutex
+
+	mu    sync.Mutex
+	files map[*node]*writing
+	paths map[string]*writing
+	// renamed is where renames put nodes whose move go-fuse has not made in
+	// its tree yet (it does after Rename returns): an open in that moment
+	// must find the file at its new path, as the backing tree has it.
+	renamed map[*fs.Inode]place
+}
+
+// place is a name in a directory of the tree.
+type place struct {
+	parent *fs.Inode
+	name   string
+}
+
+// writing is one file being written.
+type writing struct {
+	key     string // "" once the file has no path (unlinked, replaced)
+	handles int
+	owed    bool // changed since its version was last committed
+}
+
+var _ versionstore.Writers = (*writers)(nil)
+
+func newWriters(locks *versionstore.Locks) *writers {
+	return &writers{locks: locks, files: map[*node]*writing{}, paths: map[string]*writing{}, renamed: map[*fs.Inode]place{}}
+}
+
+// Writing reports whether the file at key is being written.
+func (ws *writers) Writing(key string) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.paths[key] != nil
+}
+
+// Count is how many files are being written.
+func (ws *writers) Count() int {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return len(ws.files)
+}
+
+// begin counts one more handle writing n, at key: the first makes the file
+// being written. owed says the handle may change the file unseen (kernel
+// passthrough) or already did (a create, a truncating open). Callers hold
+// key's lock (and, for an open or a create, moves shared).
+func (ws *writers) begin(n *node, key string, owed bool) (first bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := ws.files[n]
+	if w == nil {
+		w = &writing{key: key}
+		ws.files[n] = w
+		ws.paths[key] = w
+	}
+	w.handles++
+	w.owed = w.owed || owed
+	return w.handles == 1
+}
+
+// owe notes a change to n, if n is being written, and reports whether it is.
+func (ws *writers) owe(n *node) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w := ws.files[n]; w != nil {
+		w.owed = true
+		return true
+	}
+	return false
+}
+
+// paid takes n's owed version for a commit now (a flush, an fsync): it
+// reports whether one was owed, and where.
+func (ws *writers) paid(n *node) (key string, owed bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := ws.files[n]
+	if w == nil || !w.owed || w.key == "" {
+		return "", false
+	}
+	w.owed = false
+	return w.key, true
+}
+
+// end counts one handle fewer. The last one ends the file's being written
+// and reports whether a version is owed, and where (key "": nowhere, the
+// file left the tree). Callers hold the key's lock (lock).
+func (ws *writers) end(n *node) (key string, owed, last bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := ws.files[n]
+	if w == nil {
+		return "", false, false
+	}
+	if w.handles--; w.handles > 0 {
+		return w.key, false, false
+	}
+	delete(ws.files, n)
+	if w.key != "" {
+		delete(ws.paths, w.key)
+	}
+	return w.key, w.owed, true
+}
+
+// keyOf is where n, being written, is now.
+func (ws *writers) keyOf(n *node) (key string, writing bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w := ws.files[n]; w != nil {
+		return w.key, true
+	}
+	return "", false
+}
+
+// lock takes the lock of n's key and returns the key: for a file being
+// written the path it is at now, for another its path in the tree. A rename
+// may move n while the lock is awaited, so the key is read again under the
+// lock until it holds. ok is false for a file no longer in the tree.
+func (ws *writers) lock(n *node) (key string, unlock func(), ok bool) {
+	keyNow := func() (string, bool) {
+		if k, writing := ws.keyOf(n); writing {
+			return k, k != ""
+		}
+		return n.key()
+	}
+	for {
+		key, ok := keyNow()
+		if !ok {
+			return "", func() {}, false
+		}
+		unlock := ws.locks.Lock(key)
+		if again, ok := keyNow(); ok && again == key {
+			return key, unlock, true
+		}
+		unlock()
+	}
+}
+
+// moved follows a rename of oldKey to newKey: what is being written at or
+// below oldKey is at newKey now, and what was at newKey has no path any
+// more (replaced), or, for an exchange, is at oldKey. Callers hold both
+// keys' locks, and moves exclusively for a directory.
+func (ws *writers) moved(oldKey, newKey string, exchange bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var from, to []*writing
+	for key, w := range ws.paths {
+		switch {
+		case under(key, oldKey):
+			from = append(from, w)
+		case under(key, newKey):
+			to = append(to, w)
+		}
+	}
+	for _, w := range append(from, to...) {
+		delete(ws.paths, w.key)
+	}
+	for _, w := range from {
+		w.key = newKey + strings.TrimPrefix(w.key, oldKey)
+		ws.paths[w.key] = w
+	}
+	for _, w := range to {
+		if !exchange {
+			w.key = "" // replaced: its writes are nobody's version now
+			continue
+		}
+		w.key = oldKey + strings.TrimPrefix(w.key, newKey)
+		ws.paths[w.key] = w
+	}
+}
+
+// put records that a rename put n at name in parent, for parentOf until
+// go-fuse has moved the node there.
+func (ws *writers) put(n, parent *fs.Inode, name string) {
+	ws.mu.Lock()
+	earlier := make(map[*fs.Inode]place, len(ws.renamed))
+	maps.Copy(earlier, ws.renamed)
+	ws.renamed[n] = place{parent, name}
+	ws.mu.Unlock()
+	// Forget those the tree has caught up with since (go-fuse's lock, not
+	// this one, guards a node's parent).
+	for m, p := range earlier {
+		if name, parent := m.Parent(); p.parent == parent && p.name == name {
+			ws.mu.Lock()
+			if ws.renamed[m] == p {
+				delete(ws.renamed, m)
+			}
+			ws.mu.Unlock()
+		}
+	}
+}
+
+// parentOf is n's name and parent, as the last rename left them.
+func (ws *writers) parentOf(n *fs.Inode) (string, *fs.Inode) {
+	name, parent := n.Parent()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if p, ok := ws.renamed[n]; ok {
+		if p.parent == parent && p.name == name {
+			delete(ws.renamed, n) // the tree has caught up
+		} else {
+			return p.name, p.parent
+		}
+	}
+	return name, parent
+}
+
+// unlinked follows an unlink of key: a file being written there has no
+// path any more. Callers hold key's lock.
+func (ws *writers) unlinked(key string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w := ws.paths[key]; w != nil {
+		delete(ws.paths, key)
+		w.key = ""
+	}
+}
+
+// under reports whether key is root or a path below it.
+func under(key, root string) bool {
+	return key == root || strings.HasPrefix(key, root+"/")
+}
