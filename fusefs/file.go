@@ -17,22 +17,68 @@ import (
 // last writer's release, commits — attributed to the last process that
 // wrote through it. A handle open for writing counts in the mount's writers
 // from its open to its release.
+//
+// In passthrough mode (passthrough_linux.go) the kernel reads and writes the
+// backing file itself: a handle open for writing owes a version from its
+// open, its fsyncs commit one and its release, the last of the file's
+// writers', commits the last, attributed to the process that opened it.
 type handle struct {
 	*fs.LoopbackFile
-	fd int
-	n  *node
+	fd       int
+	n        *node
+	pt       bool // passthrough
+	readOnly bool // opened O_RDONLY
 
 	mu      sync.Mutex
+	ro      int  // passthrough, a writer: a read-only descriptor of the file, or -1
 	writing bool // counted in the mount's writers
 	wrote   bool // bytes were written since the last commit
 	writer  versionstore.Writer
 }
 
-// PassthroughFd refuses kernel passthrough, which would hide writes.
-func (h *handle) PassthroughFd() (int, bool) { return 0, false }
+// PassthroughFd gives the kernel the backing file to read and write the
+// file through, in passthrough mode. go-fuse asks on the file's first open
+// only, and the kernel opens the backing file anew for every open, with that
+// open's flags; what it keeps of this descriptor is the file it names. A
+// writer gives a read-only descriptor of its file, so the files the kernel
+// holds open for writing are the writers' own, gone when they are.
+func (h *handle) PassthroughFd() (int, bool) {
+	if !h.pt {
+		return 0, false
+	}
+	if h.readOnly {
+		return h.fd, true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ro < 0 {
+		ro, err := reopenReadOnly(h.fd)
+		if err != nil {
+			// Still passthrough (a refusal now would fail the file's next
+			// passthrough open): the last writer's release then sees this
+			// descriptor as a writer until go-fuse lets go of it.
+			h.n.fsys.log.Warn("passthrough: no read-only descriptor", "err", err)
+			return h.fd, true
+		}
+		h.ro = ro
+	}
+	return h.ro, true
+}
 
-func newHandle(n *node, fd int) *handle {
-	return &handle{LoopbackFile: fs.NewLoopbackFile(fd).(*fs.LoopbackFile), fd: fd, n: n}
+func newHandle(n *node, fd int, flags uint32) *handle {
+	return &handle{LoopbackFile: fs.NewLoopbackFile(fd).(*fs.LoopbackFile), fd: fd, n: n, ro: -1,
+		pt: n.fsys.Passthrough(), readOnly: flags&syscall.O_ACCMODE == syscall.O_RDONLY}
+}
+
+// openFlags are the FOPEN flags of an open handle h: none of its closes
+// needs a FLUSH — a reader's commits nothing and a passthrough writer's
+// could not tell whether bytes were written — unless h is a writer whose
+// WRITEs the daemon sees.
+func (h *handle) openFlags() uint32 {
+	if h.readOnly || h.pt {
+		return fuse.FOPEN_NOFLUSH
+	}
+	return 0
 }
 
 // mutate runs op, which changes the file's bytes, under the file's lock
@@ -81,9 +127,11 @@ func (h *handle) changed(ctx context.Context, key string, wrote bool) {
 // what is there. A flush or fsync commits only after bytes were written
 // through h: a shell redirect closes a duplicate of the new descriptor
 // before writing, and the empty file it would record is not a version
-// anyone meant. The last writer's release commits whatever is owed; until
-// then the file is being written.
-func (h *handle) commit(release bool) {
+// anyone meant. In passthrough mode an fsync commits, and the version stays
+// owed: more may be written unseen. The last writer's release commits
+// whatever is owed (ro: see endWriting); until then the file is being
+// written.
+func (h *handle) commit(release bool, ro int) {
 	h.mu.Lock()
 	counted, wrote, w := h.writing, h.wrote, h.writer
 	h.wrote = false
@@ -93,9 +141,15 @@ func (h *handle) commit(release bool) {
 	h.mu.Unlock()
 	switch {
 	case counted && release:
-		h.n.fsys.endWriting(h.n, w)
+		h.n.fsys.endWriting(h.n, w, ro)
+		return
+	case counted && h.pt:
+		h.n.fsys.commitWriting(h.n, w, true)
 	case counted && wrote:
-		h.n.fsys.commitWriting(h.n, w)
+		h.n.fsys.commitWriting(h.n, w, false)
+	}
+	if ro >= 0 {
+		unix.Close(ro)
 	}
 }
 
@@ -108,8 +162,9 @@ func (h *handle) abandon(key string, w versionstore.Writer) {
 	h.writing = false
 	h.mu.Unlock()
 	if counted {
-		h.n.fsys.endWritingLocked(h.n, w)
+		h.n.fsys.endWritingLocked(h.n, w, -1)
 	}
+	h.closeRO()
 	unix.Close(h.fd)
 }
 
@@ -128,10 +183,24 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 var _ = (fs.FileSetattrer)((*handle)(nil))
 
 func (h *handle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	var errno syscall.Errno
 	if _, ok := in.GetSize(); !ok {
-		return h.LoopbackFile.Setattr(ctx, in, out)
+		errno = h.LoopbackFile.Setattr(ctx, in, out)
+	} else {
+		errno = h.mutate(ctx, func() syscall.Errno { return h.LoopbackFile.Setattr(ctx, in, out) })
 	}
-	return h.mutate(ctx, func() syscall.Errno { return h.LoopbackFile.Setattr(ctx, in, out) })
+	if errno != 0 || !killsPriv(ctx, in) {
+		return errno
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(h.fd, &st); err != nil {
+		return toErrno(err)
+	}
+	changed, errno := killPriv(ctx, &st, func(mode uint32) error { return unix.Fchmod(h.fd, mode) })
+	if errno != 0 || !changed {
+		return errno
+	}
+	return h.LoopbackFile.Getattr(ctx, out)
 }
 
 var _ = (fs.FileAllocater)((*handle)(nil))
@@ -144,7 +213,7 @@ var _ = (fs.FileFlusher)((*handle)(nil))
 
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
 	errno := h.LoopbackFile.Flush(ctx)
-	h.commit(false)
+	h.commit(false, -1)
 	return errno
 }
 
@@ -152,17 +221,47 @@ var _ = (fs.FileFsyncer)((*handle)(nil))
 
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	errno := h.LoopbackFile.Fsync(ctx, flags)
-	h.commit(false)
+	h.commit(false, -1)
 	return errno
 }
 
 var _ = (fs.FileReleaser)((*handle)(nil))
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
-	h.commit(true)
-	h.n.noteSelf()      // closing a written file is an event too
-	h.n.keepCache(h.fd) // the kernel's pages match what was written through it
-	return h.LoopbackFile.Release(ctx)
+	if !h.pt {
+		h.commit(true, -1)
+		h.n.noteSelf()      // closing a written file is an event too
+		h.n.keepCache(h.fd) // the kernel's pages match what was written through it
+		return h.LoopbackFile.Release(ctx)
+	}
+	// In passthrough mode the last writer's release asks whether the file
+	// is still open for writing elsewhere, which this handle's own
+	// descriptor must not count as: it is closed first, and a read-only
+	// one kept for the question.
+	ro := -1
+	if !h.readOnly {
+		h.mu.Lock()
+		ro, h.ro = h.ro, -1
+		h.mu.Unlock()
+		if ro < 0 {
+			ro, _ = reopenReadOnly(h.fd)
+		}
+	}
+	errno := h.LoopbackFile.Release(ctx)
+	h.n.noteSelf()
+	h.commit(true, ro)
+	return errno
+}
+
+// closeRO closes h's read-only descriptor, if it has one.
+func (h *handle) closeRO() {
+	h.mu.Lock()
+	ro := h.ro
+	h.ro = -1
+	h.mu.Unlock()
+	if ro >= 0 {
+		unix.Close(ro)
+	}
 }
 
 var _ = (fs.NodeOpener)((*node)(nil))
@@ -200,10 +299,10 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		unix.Close(ffd)
 		return nil, 0, errno
 	}
-	h := newHandle(n, ffd)
+	h := newHandle(n, ffd, flags)
 	if writable {
 		if keyed {
-			h.changed(ctx, key, false)
+			h.changed(ctx, key, h.pt) // a passthrough writer's writes are unseen: owed from now
 			n.fsys.noteSelfKey(key)
 		}
 		// Truncation by O_TRUNC (with ATOMIC_O_TRUNC it comes here, not as
@@ -219,10 +318,10 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 			}
 		}
 	}
-	if n.keepCache(ffd) {
-		return h, fuse.FOPEN_KEEP_CACHE, 0
+	if !h.pt && n.keepCache(ffd) {
+		return h, h.openFlags() | fuse.FOPEN_KEEP_CACHE, 0
 	}
-	return h, 0, 0
+	return h, h.openFlags(), 0
 }
 
 var _ = (fs.NodeCopyFileRanger)((*node)(nil))

@@ -3,10 +3,15 @@
 // fallocate, copy_file_range, create, mknod, link, rename, unlink — takes the
 // file's versionstore lock, and whose version is committed when a writer
 // flushes or fsyncs after writing and when the last one releases,
-// attributed to the calling process. It owns which files are being written
-// through the mount (writers.go), which the store asks before a tool may
-// replace one. Tool writes published behind the kernel's back are invalidated in
-// the kernel's caches at once.
+// attributed to the calling process. Where it may, the kernel reads and
+// writes the backing files itself (passthrough_linux.go): the daemon then
+// sees every open, fsync and release but no write, and commits at fsync and
+// at the last writer's release, following a shared mapping that outlives
+// its close until it is gone (mapped.go). It owns which files are being
+// written through the mount (writers.go), which the store asks before a tool
+// may replace one, and the clearing of set-id bits the kernel leaves to it
+// (killpriv.go). Tool writes published behind the kernel's back are
+// invalidated in the kernel's caches at once.
 //
 // It works on directory file descriptors (*at system calls), never on
 // absolute backing paths, so paths near PATH_MAX work. syscall.Errno appears
@@ -42,6 +47,12 @@ type Options struct {
 	CacheTimeout time.Duration
 	// AllowOther lets other users use the mount (FUSE allow_other).
 	AllowOther bool
+	// NoPassthrough keeps every read and write going through the daemon.
+	// Otherwise the kernel reads and writes the backing files itself
+	// (passthrough) wherever the daemon may let it: Linux 6.9 or later, a
+	// daemon with CAP_SYS_ADMIN, a backing filesystem that takes backing
+	// files and read leases. See passthrough_linux.go.
+	NoPassthrough bool
 	// Debug logs every FUSE request, to DebugLog if set.
 	Debug    bool
 	DebugLog *log.Logger
@@ -78,6 +89,11 @@ type FS struct {
 
 	timeout time.Duration // how long the kernel may trust entries and attributes
 
+	// passthrough says whether opens are passthrough; it is decided once,
+	// right after mounting, and read only after probed is closed.
+	passthrough bool
+	probed      chan struct{}
+
 	afterMake func(dirfd int, name string) // Options.afterMake
 	info      []byte                       // the root's DaemonInfoXattr
 }
@@ -97,7 +113,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
 	f := &FS{store: store, rootFd: rootFd, mnt: mnt, log: opts.Logger, afterMake: opts.afterMake, actors: &Actors{}, info: opts.DaemonInfo,
-		writers: newWriters(store.Locks())}
+		writers: newWriters(store.Locks()), probed: make(chan struct{})}
 	store.AttachWriters(f.writers)
 	if f.log == nil {
 		f.log = slog.Default()
@@ -132,15 +148,22 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		Logger:        opts.DebugLog,
 		EnableLocks:   true,
 		DisableXAttrs: false,
-		// Passthrough would hand reads and writes to the kernel, and the
-		// daemon would never see a write to version.
-		DisabledCapabilities: fuse.CAP_PASSTHROUGH,
+		// The daemon clears set-id bits itself (killpriv.go): the kernel
+		// then skips a GETATTR on every chown, and a GETXATTR on all but
+		// a file's first write after its attributes were refreshed.
+		ExtraCapabilities: capHandleKillpriv,
 		// ATOMIC_O_TRUNC is deliberately not negotiated: without a
-		// writeback cache the kernel does not serialize a truncating OPEN
-		// against concurrent O_APPEND writes, which then land past the new
-		// end and leave holes. A SETATTR truncation runs under the inode
-		// lock; the open handle it follows keeps it from committing an
-		// empty version.
+		// writeback cache or passthrough the kernel does not serialize a
+		// truncating OPEN against concurrent O_APPEND writes, which then
+		// land past the new end and leave holes; and whether passthrough
+		// works is known only once the connection is up, after the
+		// capabilities were agreed. A SETATTR truncation runs under the
+		// inode lock; the open handle it follows keeps it from committing
+		// an empty version.
+	}
+	pt := !opts.NoPassthrough && passthroughPossible()
+	if !pt {
+		fopts.MountOptions.DisabledCapabilities = fuse.CAP_PASSTHROUGH
 	}
 	raw := fs.NewNodeFS(f.root, fopts)
 	if zeroMessageOpendir {
@@ -153,6 +176,14 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		return nil, mountError(err)
 	}
 	f.server = server
+	if pt {
+		if err := probePassthrough(server, rootFd); err != nil {
+			f.log.Warn("kernel passthrough is unavailable: every read and write goes through the daemon", "err", err)
+			pt = false
+		}
+	}
+	f.passthrough = pt
+	close(f.probed)
 	f.watch.start()
 	return f, nil
 }
@@ -193,6 +224,13 @@ func mountError(err error) error {
 	return fmt.Errorf("mount: %w", err)
 }
 
+// Passthrough reports whether the kernel reads and writes the mount's files
+// itself (passthrough_linux.go).
+func (f *FS) Passthrough() bool {
+	<-f.probed
+	return f.passthrough
+}
+
 // Actors is the registry of processes acting for actors: their writes
 // through the mount, and their descendants', are recorded as the actor's.
 func (f *FS) Actors() *Actors { return f.actors }
@@ -224,6 +262,7 @@ func (f *FS) Unmount() error {
 	case <-time.After(5 * time.Second):
 		return fmt.Errorf("unmount %s: detached, but still in use", f.mnt)
 	}
+	f.endMappings()
 	f.watch.close()
 	unix.Close(f.rootFd)
 	return nil

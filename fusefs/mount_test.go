@@ -14,6 +14,11 @@ import (
 	"github.com/hanwen/go-fuse/v2/posixtest"
 )
 
+// testNoPassthrough runs every mount of the package's tests without kernel
+// passthrough (DSHFS_TEST_PASSTHROUGH=off; make test runs the package both
+// ways).
+var testNoPassthrough = os.Getenv("DSHFS_TEST_PASSTHROUGH") == "off"
+
 func TestMain(m *testing.M) {
 	// The daemon must not apply a umask the kernel already applied; the
 	// test process is both daemon and client.
@@ -60,6 +65,7 @@ func mountWith(t *testing.T, prep func(backing string), opts ...func(*Options)) 
 		t.Fatal(err)
 	}
 	var o Options
+	o.NoPassthrough = testNoPassthrough
 	for _, f := range opts {
 		f(&o)
 	}

@@ -88,10 +88,10 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	fillAttr(&out.Attr, &st)
 	child := n.newChild(ctx, &st, generation(ffd, ""))
-	h := newHandle(child.Operations().(*node), ffd)
+	h := newHandle(child.Operations().(*node), ffd, flags)
 	h.changed(ctx, key, false)
 	n.fsys.writers.owe(h.n) // a new file owes a version
-	return child, h, 0, 0
+	return child, h, h.openFlags(), 0
 }
 
 // createFile creates dirfd/name, which must not exist, and opens it with

@@ -38,6 +38,15 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	if err := unix.Fstat(r.fd, &st); err != nil {
 		return toErrno(err)
 	}
+	if killsPriv(ctx, in) {
+		if changed, errno := killPriv(ctx, &st, r.chmod); errno != 0 {
+			return errno
+		} else if changed {
+			if err := unix.Fstat(r.fd, &st); err != nil {
+				return toErrno(err)
+			}
+		}
+	}
 	fillAttr(&out.Attr, &st)
 	out.SetTimeout(n.fsys.timeout)
 	return 0

@@ -3,6 +3,7 @@ package fusefs
 import (
 	"time"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
 
@@ -104,3 +105,20 @@ func capSysAdmin(pid uint32) bool { return true }
 // fileattrIoctl: macOS passes on no file attribute ioctls (see the Linux
 // version); none is run for a caller.
 func fileattrIoctl(cmd uint32) bool { return false }
+
+// passthroughPossible: macFUSE has no kernel passthrough.
+func passthroughPossible() bool { return false }
+
+func probePassthrough(*fuse.Server, int) error { return unix.ENOTSUP }
+
+func reopenReadOnly(fd int) (int, error) { return -1, unix.ENOTSUP }
+
+func writableElsewhere(ro int) (bool, error) { return false, unix.ENOTSUP }
+
+// capFsetid: see the Linux version; macFUSE does not negotiate killpriv.
+func capFsetid(pid uint32) bool { return true }
+
+// capHandleKillpriv: macFUSE clears set-id bits itself.
+const capHandleKillpriv = 0
+
+func inGroups(pid uint32, gid uint32) bool { return false }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
 
@@ -147,7 +148,15 @@ const zeroMessageOpendir = true
 // id). Not uid 0 alone: a root process may have dropped the capability, and
 // root in a user namespace of its own has it there only. False when it
 // cannot tell (the caller gone meanwhile, or no /proc).
-func capSysAdmin(pid uint32) bool {
+func capSysAdmin(pid uint32) bool { return callerHas(pid, unix.CAP_SYS_ADMIN) }
+
+// capFsetid reports whether the caller pid may keep a file's set-id bits
+// when it writes or truncates the file (CAP_FSETID); as capSysAdmin.
+func capFsetid(pid uint32) bool { return callerHas(pid, unix.CAP_FSETID) }
+
+// callerHas reports whether the thread pid has capability c in its
+// effective set, in the daemon's user namespace.
+func callerHas(pid uint32, c int) bool {
 	if pid == 0 {
 		return false
 	}
@@ -162,13 +171,36 @@ func capSysAdmin(pid uint32) bool {
 	}
 	hex, _, _ := bytes.Cut(bytes.TrimSpace(rest), []byte("\n"))
 	eff, err := strconv.ParseUint(string(bytes.TrimSpace(hex)), 16, 64)
-	if err != nil || eff&(1<<unix.CAP_SYS_ADMIN) == 0 {
+	if err != nil || eff&(1<<c) == 0 {
 		return false
 	}
 	var theirs, ours unix.Stat_t
 	return unix.Stat(dir+"/ns/user", &theirs) == nil && unix.Stat("/proc/self/ns/user", &ours) == nil &&
 		theirs.Ino == ours.Ino && theirs.Dev == ours.Dev
 }
+
+// inGroups reports whether gid is among the supplementary groups of the
+// thread pid (/proc/PID/status); false when it cannot tell.
+func inGroups(pid uint32, gid uint32) bool {
+	status, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/status")
+	if err != nil {
+		return false
+	}
+	_, rest, ok := bytes.Cut(status, []byte("\nGroups:"))
+	if !ok {
+		return false
+	}
+	line, _, _ := bytes.Cut(rest, []byte("\n"))
+	for _, g := range bytes.Fields(line) {
+		if n, err := strconv.ParseUint(string(g), 10, 32); err == nil && uint32(n) == gid {
+			return true
+		}
+	}
+	return false
+}
+
+// capHandleKillpriv is negotiated: see killpriv.go.
+const capHandleKillpriv = fuse.CAP_HANDLE_KILLPRIV_V2
 
 // The file attribute ioctls (linux/fs.h); struct fsxattr is 28 bytes.
 const (

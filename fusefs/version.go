@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"github.com/dshfs/dshfs/versionstore"
+	"golang.org/x/sys/unix"
 )
 
 // Commits: when the mount records a version. A file being written (see
@@ -11,17 +12,28 @@ import (
 
 // endWriting is called when a handle counted among n's writers is
 // released; the last one records the version of the bytes on disk, written
-// by w, if a change is owed.
-func (f *FS) endWriting(n *node, w versionstore.Writer) {
+// by w, if a change is owed. In passthrough mode ro is a read-only
+// descriptor of the file (else -1), which endWriting closes: if the file is
+// still open for writing elsewhere when its last writer lets go — a shared
+// writable mapping that outlived its close — it stays being written until
+// it is not (mapped.go).
+func (f *FS) endWriting(n *node, w versionstore.Writer, ro int) {
 	f.writers.moves.RLock() // a directory renamed above n is renamed whole first
 	defer f.writers.moves.RUnlock()
 	_, unlock, _ := f.writers.lock(n)
 	defer unlock()
-	f.endWritingLocked(n, w)
+	f.endWritingLocked(n, w, ro)
 }
 
 // endWritingLocked is endWriting for a caller holding the key's lock.
-func (f *FS) endWritingLocked(n *node, w versionstore.Writer) {
+func (f *FS) endWritingLocked(n *node, w versionstore.Writer, ro int) {
+	if ro >= 0 {
+		if f.writers.last(n) && f.stillMapped(ro) {
+			f.linger(n, w, ro)
+			return
+		}
+		unix.Close(ro)
+	}
 	key, owed, last := f.writers.end(n)
 	if !last || !owed || key == "" {
 		return // others still write, committed since, or the file left the tree
@@ -31,9 +43,10 @@ func (f *FS) endWritingLocked(n *node, w versionstore.Writer) {
 }
 
 // commitWriting records the version of the bytes on disk, written by w,
-// while handles stay open for writing (a flush or fsync after a write): the
-// file stays being written, so no tool mutation slips in after.
-func (f *FS) commitWriting(n *node, w versionstore.Writer) {
+// while handles stay open for writing (a flush or fsync): the file stays
+// being written, so no tool mutation slips in after. With unseen
+// (passthrough) the version stays owed.
+func (f *FS) commitWriting(n *node, w versionstore.Writer, unseen bool) {
 	f.writers.moves.RLock()
 	defer f.writers.moves.RUnlock()
 	_, unlock, ok := f.writers.lock(n)
@@ -41,7 +54,7 @@ func (f *FS) commitWriting(n *node, w versionstore.Writer) {
 	if !ok {
 		return
 	}
-	if key, owed := f.writers.paid(n); owed {
+	if key, owed := f.writers.paid(n, unseen); owed {
 		_, err := f.store.Refresh(key, w)
 		f.logErr("commit version", key, err)
 	}

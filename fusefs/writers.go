@@ -47,6 +47,12 @@ type writing struct {
 	key     string // "" once the file has no path (unlinked, replaced)
 	handles int
 	owed    bool // changed since its version was last committed
+	// mapped, in passthrough mode, is >= 0 while the file is open for
+	// writing after its last writer's release — by a shared writable
+	// mapping that outlived its close: a read-only descriptor of the file
+	// to watch it through (mapped.go). The mapping counts as a handle.
+	mapped   int
+	mappedBy versionstore.Writer // who wrote it last through a handle
 }
 
 var _ versionstore.Writers = (*writers)(nil)
@@ -78,7 +84,7 @@ func (ws *writers) begin(n *node, key string, owed bool) (first bool) {
 	defer ws.mu.Unlock()
 	w := ws.files[n]
 	if w == nil {
-		w = &writing{key: key}
+		w = &writing{key: key, mapped: -1}
 		ws.files[n] = w
 		ws.paths[key] = w
 	}
@@ -99,16 +105,69 @@ func (ws *writers) owe(n *node) bool {
 }
 
 // paid takes n's owed version for a commit now (a flush, an fsync): it
-// reports whether one was owed, and where.
-func (ws *writers) paid(n *node) (key string, owed bool) {
+// reports whether one was owed, and where. With keep the version stays
+// owed (in passthrough mode more may be written unseen).
+func (ws *writers) paid(n *node, keep bool) (key string, owed bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	w := ws.files[n]
 	if w == nil || !w.owed || w.key == "" {
 		return "", false
 	}
-	w.owed = false
+	w.owed = keep
 	return w.key, true
+}
+
+// last reports whether n is being written through one handle only.
+func (ws *writers) last(n *node) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := ws.files[n]
+	return w != nil && w.handles == 1
+}
+
+// linger keeps n being written past its last handle's release, for a
+// writable mapping watched through ro; it reports where n is ("": nowhere).
+func (ws *writers) linger(n *node, ro int, by versionstore.Writer) string {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := ws.files[n]
+	if w == nil {
+		return ""
+	}
+	w.mapped, w.mappedBy = ro, by
+	return w.key
+}
+
+// mapping is the descriptor n's lingering mapping is watched through (-1:
+// none) and how many handles, the mapping's included, write n. The
+// descriptor is the caller's to close once it has taken it (take).
+func (ws *writers) mapping(n *node, take bool) (ro, handles int) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := ws.files[n]
+	if w == nil {
+		return -1, 0
+	}
+	ro = w.mapped
+	if take {
+		w.mapped = -1
+	}
+	return ro, w.handles
+}
+
+// lingering are the files being written by a mapping only, and who wrote
+// each last.
+func (ws *writers) lingering() map[*node]versionstore.Writer {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	out := map[*node]versionstore.Writer{}
+	for n, w := range ws.files {
+		if w.mapped >= 0 {
+			out[n] = w.mappedBy
+		}
+	}
+	return out
 }
 
 // end counts one handle fewer. The last one ends the file's being written

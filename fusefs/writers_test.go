@@ -37,7 +37,7 @@ func TestWritersFollowTheirFiles(t *testing.T) {
 		t.Fatalf("first end of a: %q %v %v", key, owed, last)
 	}
 	ws.owe(a)
-	if key, owed := ws.paid(a); !owed || key != "e/a" {
+	if key, owed := ws.paid(a, false); !owed || key != "e/a" {
 		t.Fatalf("paid: %q %v", key, owed)
 	}
 	if key, owed, last := ws.end(a); !last || owed || key != "e/a" {

@@ -54,7 +54,7 @@ func mountWorkspace(t *testing.T) *workspace {
 	if w.svc, err = toolapi.New(w.store, pol, toolapi.Config{MountPoint: w.mnt}); err != nil {
 		t.Fatal(err)
 	}
-	if w.fs, err = fusefs.Mount(w.mnt, w.store, fusefs.Options{}); err != nil {
+	if w.fs, err = fusefs.Mount(w.mnt, w.store, fusefs.Options{NoPassthrough: os.Getenv("DSHFS_TEST_PASSTHROUGH") == "off"}); err != nil {
 		w.store.Close()
 		t.Fatal(err)
 	}

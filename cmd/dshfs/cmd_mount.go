@@ -23,22 +23,23 @@ import (
 
 // mountOptions are the flags of `dshfs mount`.
 type mountOptions struct {
-	Backing      string
-	Mountpoint   string
-	StateDir     string
-	Foreground   bool
-	ReadyFd      int // set in the detached daemon: where to report readiness
-	NoPolicy     bool
-	NonEmpty     bool // mount over a mount point that holds files
-	AllowOther   bool
-	CacheTimeout time.Duration
-	Debug        bool
-	MaxImageSize int64 // bytes; 0: the reference's 3.5 MiB
-	KeepMax      int64 // largest file whose bytes are kept; 0: 64 MiB
-	RetainBytes  int64
-	RetainAge    time.Duration
-	ForgetActors time.Duration // forget the observations of actors idle this long
-	Baseline     bool          // index the whole workspace in the background once mounted
+	Backing       string
+	Mountpoint    string
+	StateDir      string
+	Foreground    bool
+	ReadyFd       int // set in the detached daemon: where to report readiness
+	NoPolicy      bool
+	NonEmpty      bool // mount over a mount point that holds files
+	AllowOther    bool
+	CacheTimeout  time.Duration
+	Debug         bool
+	NoPassthrough bool  // every read and write through the daemon
+	MaxImageSize  int64 // bytes; 0: the reference's 3.5 MiB
+	KeepMax       int64 // largest file whose bytes are kept; 0: 64 MiB
+	RetainBytes   int64
+	RetainAge     time.Duration
+	ForgetActors  time.Duration // forget the observations of actors idle this long
+	Baseline      bool          // index the whole workspace in the background once mounted
 }
 
 // Observations of actors idle this long are forgotten (a forgotten actor
@@ -99,6 +100,7 @@ func mountFlags(o *mountOptions) []cli.Flag {
 		&cli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (non-root needs user_allow_other in /etc/fuse.conf)", Destination: &o.AllowOther},
 		&cli.DurationFlag{Name: "cache-timeout", Usage: "how long the kernel may cache entries and attributes", DefaultText: "30s while the backing tree can be watched, else 1s", Destination: &o.CacheTimeout},
 		&cli.BoolFlag{Name: "debug", Usage: "log every FUSE request", Destination: &o.Debug},
+		&cli.BoolFlag{Name: "no-passthrough", Usage: "send every read and write through the daemon; by default the kernel reads and writes the backing files itself where it can (Linux 6.9+, as root)", Destination: &o.NoPassthrough},
 		&cli.BoolFlag{Name: "baseline", Usage: "once mounted, index the whole workspace in the background and keep every file's bytes, as the first checkpoint does", Destination: &o.Baseline},
 		&cli.Int64Flag{Name: "keep-max-bytes", Usage: "largest file whose versions' bytes are kept; -1 keeps none", Value: versionstore.DefaultCaptureMaxBytes, DefaultText: humanBytes(versionstore.DefaultCaptureMaxBytes), Destination: &o.KeepMax},
 		&cli.Int64Flag{Name: "retain-bytes", Usage: "budget for kept bytes", Value: versionstore.DefaultRetainBytes, DefaultText: humanBytes(versionstore.DefaultRetainBytes), Destination: &o.RetainBytes},
@@ -169,7 +171,7 @@ func runMount(o mountOptions, ready *readyPipe) error {
 	}
 	defer store.Close()
 	logged := logSize(o.StateDir)
-	fsys, err = fusefs.Mount(mnt, store, fusefs.Options{AllowOther: o.AllowOther, CacheTimeout: o.CacheTimeout, Debug: o.Debug, Logger: log,
+	fsys, err = fusefs.Mount(mnt, store, fusefs.Options{AllowOther: o.AllowOther, CacheTimeout: o.CacheTimeout, Debug: o.Debug, Logger: log, NoPassthrough: o.NoPassthrough,
 		DaemonInfo: daemonInfo(o, backing, mnt)})
 	if err != nil {
 		return explainMountFailure(err, fusermountSaid(o.StateDir, logged), o.AllowOther)
@@ -182,7 +184,7 @@ func runMount(o mountOptions, ready *readyPipe) error {
 	defer stopServing()
 	defer startBaseline(store, o.Baseline, log)()
 	os.Remove(filepath.Join(o.StateDir, unmountErrorFile))
-	log.Info("mounted", "backing", backing, "mountpoint", mnt, "state", o.StateDir, "socket", socket, "open_file_limit", fileLimit)
+	log.Info("mounted", "backing", backing, "mountpoint", mnt, "state", o.StateDir, "socket", socket, "open_file_limit", fileLimit, "passthrough", fsys.Passthrough())
 	if !ready.report(nil) {
 		fmt.Fprintf(os.Stderr, "dshfs: %s mounted at %s, tools on %s (Ctrl-C to unmount)\n", backing, mnt, socket)
 	}

@@ -78,7 +78,7 @@ func daemonArgs(o mountOptions, stateDir string) []string {
 	for _, f := range []struct {
 		name string
 		on   bool
-	}{{"--no-policy", o.NoPolicy}, {"--allow-other", o.AllowOther}, {"--nonempty", o.NonEmpty}, {"--debug", o.Debug}, {"--baseline", o.Baseline}} {
+	}{{"--no-policy", o.NoPolicy}, {"--allow-other", o.AllowOther}, {"--nonempty", o.NonEmpty}, {"--debug", o.Debug}, {"--baseline", o.Baseline}, {"--no-passthrough", o.NoPassthrough}} {
 		if f.on {
 			args = append(args, f.name)
 		}

@@ -1,0 +1,142 @@
+package fusefs
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dshfs/dshfs/versionstore"
+	"golang.org/x/sys/unix"
+)
+
+// As root on this kernel the mount is in passthrough mode (unless the tests
+// run without it): the kernel writes and reads the backing file itself —
+// not one WRITE or READ reaches the daemon — and the file's version is
+// still the hash of its bytes once its writer is done.
+func TestPassthroughWritesReachNoDaemonAndAreVersioned(t *testing.T) {
+	var r requests
+	m := mountT(t, counting(&r))
+	if testNoPassthrough || os.Geteuid() != 0 {
+		if m.fs.Passthrough() {
+			t.Fatal("passthrough on, want off (not root, or DSHFS_TEST_PASSTHROUGH=off)")
+		}
+		return
+	}
+	if !m.fs.Passthrough() {
+		t.Fatal("passthrough is off as root on Linux; want on (see the daemon's log for why)")
+	}
+	data := bytes.Repeat([]byte("passthrough\n"), 100_000)
+	p := filepath.Join(m.mnt, "big")
+	r.take()
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes, %v", len(got), err)
+	}
+	m.waitUnmarked()
+	n := r.take()
+	if n["WRITE"] != 0 || n["READ"] != 0 || n["FLUSH"] != 0 {
+		t.Errorf("requests %v: want no WRITE, READ or FLUSH in passthrough mode", n)
+	}
+	if h, _ := m.store.History("big"); len(h) == 0 || h[0].Version != versionstore.Sum(data) {
+		t.Fatalf("history %+v, want the written bytes' version", h)
+	}
+}
+
+// A shared writable mapping outlives its file's close: its writes reach
+// the backing file after the last release. The file stays being written
+// (a tool may not replace it) until the mapping is gone, and then its
+// version is committed. In passthrough mode the mapping maps the backing
+// file itself and the daemon hears nothing of it; without passthrough it
+// keeps the mount's file open.
+func TestMappingThatOutlivesItsCloseIsVersioned(t *testing.T) {
+	m := mountT(t)
+	p := filepath.Join(m.mnt, "mapped")
+	if err := os.WriteFile(p, bytes.Repeat([]byte{'a'}, 8192), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, 8192, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unmapped := false
+	defer func() {
+		if !unmapped {
+			unix.Munmap(mem)
+		}
+	}()
+	copy(mem[100:], "written through a mapping after close")
+	if err := unix.Msync(mem, unix.MS_SYNC); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // well past the release
+	tg, err := m.store.Resolve("mapped", "mapped", "write")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.store.WriteText(context.Background(), tg, "tool\n", versionstore.Intent{}, versionstore.ToolWriter("agent")); err == nil {
+		t.Fatal("a tool replaced a file a live mapping still writes")
+	}
+	want := append([]byte(nil), mem...)
+	if err := unix.Munmap(mem); err != nil {
+		t.Fatal(err)
+	}
+	unmapped = true
+	if n := m.waitUnmarked(); n != 0 {
+		t.Fatalf("%d files still being written after the mapping went", n)
+	}
+	if h, _ := m.store.History("mapped"); len(h) == 0 || h[0].Version != versionstore.Sum(want) {
+		t.Fatalf("history %+v, want the mapping's bytes' version %s", h, versionstore.Sum(want))
+	}
+}
+
+// Every open of a file is passthrough while one is, readers and writers
+// alike (the kernel fails a mixed open with EIO): a reader, then a writer,
+// then another reader of one file all work and see the same bytes.
+func TestReadersAndWritersOfOneFileMix(t *testing.T) {
+	m := mountT(t)
+	p := filepath.Join(m.mnt, "mixed")
+	if err := os.WriteFile(p, []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r1, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r1.Close()
+	w, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatalf("open for writing while a reader has the file: %v", err)
+	}
+	if _, err := w.WriteString("two\n"); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := os.Open(p)
+	if err != nil {
+		t.Fatalf("open for reading while a writer has the file: %v", err)
+	}
+	defer r2.Close()
+	for _, r := range []*os.File{r1, r2} {
+		buf := make([]byte, 64)
+		n, err := r.ReadAt(buf, 0)
+		if string(buf[:n]) != "one\ntwo\n" {
+			t.Errorf("reader saw %q (%v), want both lines", buf[:n], err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m.waitUnmarked()
+	if h, _ := m.store.History("mixed"); len(h) == 0 || h[0].Version != versionstore.SumString("one\ntwo\n") {
+		t.Fatalf("history %+v, want the appended version", h)
+	}
+}

@@ -1,0 +1,40 @@
+package fusefs
+
+import (
+	"log"
+	"regexp"
+	"sync"
+)
+
+// requests counts the FUSE requests a mount receives, by opcode, from
+// go-fuse's debug log.
+type requests struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+var requestLine = regexp.MustCompile(`rx \d+: (\w+)`)
+
+func (r *requests) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range requestLine.FindAllSubmatch(p, -1) {
+		r.n[string(m[1])]++
+	}
+	return len(p), nil
+}
+
+// counting makes a mount count its requests in r.
+func counting(r *requests) func(*Options) {
+	r.n = map[string]int{}
+	return func(o *Options) { o.Debug, o.DebugLog = true, log.New(r, "", 0) }
+}
+
+// take returns the counts since the last take and starts again.
+func (r *requests) take() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.n
+	r.n = map[string]int{}
+	return n
+}
