@@ -122,3 +122,7 @@ func capFsetid(pid uint32) bool { return true }
 const capHandleKillpriv = 0
 
 func inGroups(pid uint32, gid uint32) bool { return false }
+
+func lgetxattrAt(dirfd int, name, attr string, dest []byte) (int, error) {
+	return unix.Lgetxattr(procPath(dirfd, name), attr, dest)
+}

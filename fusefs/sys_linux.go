@@ -3,7 +3,10 @@ package fusefs
 import (
 	"bytes"
 	"os"
+	"runtime"
 	"strconv"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -103,7 +106,64 @@ func openNode(dirfd int, name string) (int, error) {
 func fdPath(fd int) string { return "/proc/self/fd/" + itoa(fd) }
 
 func (r nodeRef) chmod(mode uint32) error {
+	if !noFchmodat2.Load() {
+		err := unix.Fchmodat(r.fd, "", mode, unix.AT_EMPTY_PATH) // fchmodat2, Linux 6.6
+		if err != unix.EOPNOTSUPP {
+			return err
+		}
+		if err := unix.Fchmodat(unix.AT_FDCWD, fdPath(r.fd), mode, 0); err != nil {
+			return err
+		}
+		noFchmodat2.Store(true)
+		return nil
+	}
 	return unix.Fchmodat(unix.AT_FDCWD, fdPath(r.fd), mode, 0)
+}
+
+// noFchmodat2 and noGetxattrat are set once the kernel said it has no
+// such system call: the /proc paths do the same work with a lookup more.
+var noFchmodat2, noGetxattrat atomic.Bool
+
+// lgetxattrAt reads attribute attr of dirfd/name, not following a
+// symlink: getxattrat (Linux 6.13), else by name under /proc.
+func lgetxattrAt(dirfd int, name, attr string, dest []byte) (int, error) {
+	if !noGetxattrat.Load() {
+		n, err := getxattrat(dirfd, name, attr, dest)
+		if err != unix.ENOSYS {
+			return n, err
+		}
+		noGetxattrat.Store(true)
+	}
+	return unix.Lgetxattr(procPath(dirfd, name), attr, dest)
+}
+
+// xattrArgs is the kernel's struct xattr_args.
+type xattrArgs struct {
+	value uint64
+	size  uint32
+	flags uint32
+}
+
+func getxattrat(dirfd int, name, attr string, dest []byte) (int, error) {
+	p, err := unix.BytePtrFromString(name)
+	if err != nil {
+		return 0, err
+	}
+	a, err := unix.BytePtrFromString(attr)
+	if err != nil {
+		return 0, err
+	}
+	var args xattrArgs
+	if len(dest) > 0 {
+		args.value, args.size = uint64(uintptr(unsafe.Pointer(&dest[0]))), uint32(len(dest))
+	}
+	n, _, errno := unix.Syscall6(unix.SYS_GETXATTRAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)),
+		unix.AT_SYMLINK_NOFOLLOW, uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(&args)), unsafe.Sizeof(args))
+	runtime.KeepAlive(dest)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
 
 func (r nodeRef) chown(uid, gid int) error {

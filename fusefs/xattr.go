@@ -36,8 +36,8 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 			return err
 		})
 	} else {
-		errno = n.withProcPath(func(p string) (err error) {
-			size, err = unix.Lgetxattr(p, attr, dest)
+		errno = n.withAt(func(dirfd int, name string) (err error) {
+			size, err = lgetxattrAt(dirfd, name, attr, dest)
 			return err
 		})
 	}
@@ -125,6 +125,15 @@ func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	}
 	n.noteSelf()
 	return n.withRef(func(r nodeRef) error { return r.removexattr(attr) })
+}
+
+func (n *node) withAt(op func(dirfd int, name string) error) syscall.Errno {
+	fd, name, done, errno := n.at()
+	if errno != 0 {
+		return errno
+	}
+	defer done()
+	return toErrno(op(fd, name))
 }
 
 func (n *node) withProcPath(op func(string) error) syscall.Errno {
