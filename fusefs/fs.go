@@ -28,6 +28,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -93,6 +94,7 @@ type FS struct {
 	// right after mounting, and read only after probed is closed.
 	passthrough bool
 	probed      chan struct{}
+	backingLost atomic.Bool // see backingCheck
 
 	afterMake func(dirfd int, name string) // Options.afterMake
 	info      []byte                       // the root's DaemonInfoXattr
@@ -166,6 +168,9 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		fopts.MountOptions.DisabledCapabilities = fuse.CAP_PASSTHROUGH
 	}
 	raw := fs.NewNodeFS(f.root, fopts)
+	if pt {
+		raw = backingCheck{raw, f}
+	}
 	if zeroMessageOpendir {
 		raw = dirStreams{raw}
 	}
