@@ -13,7 +13,7 @@ VERSION     ?= $(shell v=$$(git describe --tags --always --dirty=+dirty --abbrev
                  echo "$$v ($$(TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd))")
 LDFLAGS     := $(if $(VERSION),-ldflags "-X 'main.version=$(VERSION)'")
 
-.PHONY: all build install test lint fuzz bench stress tools harness-check
+.PHONY: all build install test lint fuzz bench stress tools harness-check pjdfstest
 
 all: build test lint
 
@@ -73,3 +73,13 @@ stress:
 # Needs node, npm and root or fusermount3; not part of make test.
 harness-check:
 	bash integration/testdata/harness/run.sh
+
+# The pjdfstest POSIX suite (pjd/pjdfstest, built with autotools into
+# ~/.cache/dshfs/pjdfstest) run with prove -r inside a dshfs mount made with
+# --allow-other PJDFSTEST_OPTS, or in a plain directory with
+# PJDFSTEST_MODE=native. PJDFSTEST_GIT names a local clone or URL. Root only;
+# ~4 minutes; not part of make test. See integration/testdata/pjdfstest/run.sh.
+PJDFSTEST_MODE ?= dshfs
+PJDFSTEST_OPTS ?=
+pjdfstest:
+	bash integration/testdata/pjdfstest/run.sh $(PJDFSTEST_MODE) $(PJDFSTEST_OPTS)
