@@ -37,11 +37,16 @@ func killsPriv(ctx context.Context, in *fuse.SetAttrIn) bool {
 	if in.Valid&fuse.FATTR_KILL_SUIDGID != 0 {
 		return true
 	}
-	if in.Valid&^(fuse.FATTR_FH|fuse.FATTR_LOCKOWNER) != 0 {
+	if !setsNothing(in) {
 		return false
 	}
 	c, ok := fuse.FromContext(ctx)
 	return ok && !capFsetid(c.Pid)
+}
+
+// setsNothing reports whether the SETATTR in sets no attribute.
+func setsNothing(in *fuse.SetAttrIn) bool {
+	return in.Valid&^(fuse.FATTR_FH|fuse.FATTR_LOCKOWNER|fuse.FATTR_KILL_SUIDGID) == 0
 }
 
 // killPriv clears the set-id bits of the regular file st describes for the

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -97,4 +98,28 @@ func appendTo(p string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// chown(path, -1, -1) changes nothing but the inode's ctime, natively; the
+// kernel sends it as a SETATTR that sets nothing.
+func TestChownToTheSameOwnerMovesCtime(t *testing.T) {
+	m := mountT(t)
+	p := filepath.Join(m.mnt, "f")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var before, after unix.Stat_t
+	if err := unix.Stat(p, &before); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // past the coarse clock's tick
+	if err := unix.Chown(p, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Stat(p, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Ctim == before.Ctim {
+		t.Fatalf("ctime %v unchanged by chown(-1, -1)", after.Ctim)
+	}
 }

@@ -52,8 +52,15 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	return 0
 }
 
-// setattrRef applies a SETATTR that came without an open file to r.
+// setattrRef applies a SETATTR that came without an open file to r. One
+// that sets nothing is a chown(-1, -1), which still changes the inode's
+// ctime (the kernel forwards no ctime without a writeback cache), or the
+// kernel's word before a write that clears set-id bits (killpriv.go); both
+// move ctime natively.
 func (n *node) setattrRef(ctx context.Context, r nodeRef, in *fuse.SetAttrIn) syscall.Errno {
+	if setsNothing(in) {
+		return toErrno(r.chown(-1, -1))
+	}
 	if m, ok := in.GetMode(); ok {
 		if err := r.chmod(m); err != nil {
 			return toErrno(err)

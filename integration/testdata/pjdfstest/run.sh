@@ -10,7 +10,8 @@
 #           filesystem as the backing directory would be (TMPDIR)
 #
 # Another mode is one more invocation with other options, e.g.
-# `run.sh dshfs --cache-timeout 0` (or, once it exists, kernel passthrough).
+# `run.sh dshfs --no-passthrough` (as root the mount is in kernel passthrough
+# mode unless told not to be).
 #
 # pjdfstest is built once with autotools (autoconf, automake, libtool, gcc;
 # Debian: apt-get install -y autoconf automake libtool) into
