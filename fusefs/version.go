@@ -34,12 +34,12 @@ func (f *FS) endWritingLocked(n *node, w versionstore.Writer, ro int) {
 		}
 		unix.Close(ro)
 	}
-	key, owed, last := f.writers.end(n)
-	if !last || !owed || key == "" {
-		return // others still write, committed since, or the file left the tree
+	if key, owed, last := f.writers.ending(n); last && owed && key != "" {
+		_, err := f.store.Refresh(key, w)
+		f.logErr("commit version", key, err)
 	}
-	_, err := f.store.Refresh(key, w)
-	f.logErr("commit version", key, err)
+	// Else others still write, it was committed since, or it left the tree.
+	f.writers.end(n)
 }
 
 // commitWriting records the version of the bytes on disk, written by w,

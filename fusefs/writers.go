@@ -68,6 +68,19 @@ func (ws *writers) Writing(key string) bool {
 	return ws.paths[key] != nil
 }
 
+// Owed are the paths of the files being written that owe a version.
+func (ws *writers) Owed() []string {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var out []string
+	for key, w := range ws.paths {
+		if w.owed {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
 // Count is how many files are being written.
 func (ws *writers) Count() int {
 	ws.mu.Lock()
@@ -186,6 +199,19 @@ func (ws *writers) end(n *node) (key string, owed, last bool) {
 	delete(ws.files, n)
 	if w.key != "" {
 		delete(ws.paths, w.key)
+	}
+	return w.key, w.owed, true
+}
+
+// ending is what end would report, without ending anything: the last
+// handle's commit is made while the file still counts as being written, so
+// nobody sees it written by no one and not yet committed.
+func (ws *writers) ending(n *node) (key string, owed, last bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := ws.files[n]
+	if w == nil || w.handles > 1 {
+		return "", false, false
 	}
 	return w.key, w.owed, true
 }

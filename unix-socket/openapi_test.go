@@ -389,3 +389,4 @@ type writingOnly string
 
 func (w writingOnly) Writing(key string) bool { return key == string(w) }
 func (w writingOnly) Count() int              { return 1 }
+func (w writingOnly) Owed() []string          { return []string{string(w)} }

@@ -3,8 +3,10 @@ package versionstore
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -161,6 +163,11 @@ type writingSet struct {
 
 func (w *writingSet) Writing(key string) bool { w.mu.Lock(); defer w.mu.Unlock(); return w.keys[key] }
 func (w *writingSet) Count() int              { w.mu.Lock(); defer w.mu.Unlock(); return len(w.keys) }
+func (w *writingSet) Owed() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Sorted(maps.Keys(w.keys))
+}
 
 // markWriting says key is being written through the mount, as the mount
 // does from a writer's open to its last release.

@@ -1,6 +1,7 @@
 package versionstore
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"time"
@@ -72,6 +73,10 @@ type Writers interface {
 	Writing(key string) bool
 	// Count is how many files are being written.
 	Count() int
+	// Owed are the paths of the files being written whose latest bytes are
+	// not committed yet (with kernel passthrough, all of them: their
+	// writes are not seen).
+	Owed() []string
 }
 
 // writersBox holds the attached Writers (an interface in an atomic.Value
@@ -86,6 +91,27 @@ func (s *Store) AttachWriters(w Writers) { s.writers.Store(writersBox{w}) }
 func (s *Store) dirty(key string) bool {
 	b, _ := s.writers.Load().(writersBox)
 	return b.w != nil && b.w.Writing(key)
+}
+
+// owed are the files being written through the mount with changes not
+// committed yet.
+func (s *Store) owed() []string {
+	b, _ := s.writers.Load().(writersBox)
+	if b.w == nil {
+		return nil
+	}
+	return b.w.Owed()
+}
+
+// awaitMountWriters waits, up to writerGrace, for the files being written
+// through the mount to be let go: a command that just finished writing
+// may still hold them for a moment (the kernel releases a closed file after
+// close returns).
+func (s *Store) awaitMountWriters(ctx context.Context) {
+	deadline := time.Now().Add(writerGrace)
+	for s.beingWritten() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // beingWritten counts the files being written through the mount.

@@ -339,10 +339,30 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 			res.Actions = append(res.Actions, a)
 		}
 	}
+	for _, key := range s.owedUnplanned(first, o) {
+		v := s.indexVersion(key)
+		res.Actions = append(res.Actions, RewindAction{Path: key, Op: "restore", From: v, To: v, Error: "being written through the mount", InGit: inGit(key)})
+		res.Conflicts++
+	}
 	if o.Progress != nil {
 		o.Progress(len(keys), len(keys))
 	}
 	return res, nil
+}
+
+// owedUnplanned are the files in the rewind's scope that the plan leaves
+// alone but that are being written through the mount with changes not
+// committed yet: they may differ from the checkpoint unseen, so they are
+// conflicts, not files at their checkpoint version.
+func (s *Store) owedUnplanned(planned map[string]JournalEntry, o RewindOptions) []string {
+	var out []string
+	for _, key := range s.owed() {
+		if _, ok := planned[key]; !ok && (ChangeQuery{Paths: o.Paths}).selects(JournalEntry{Path: key}) && !Excluded(key, o.Exclude) {
+			out = append(out, key)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // rewindPlan lists the paths a rewind to cp changes, each with its first

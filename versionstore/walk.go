@@ -37,6 +37,7 @@ type SyncStats struct {
 // told how far the walk has got.
 func (s *Store) Sync(ctx context.Context, progress func(done, total int)) (SyncStats, error) {
 	var st SyncStats
+	s.awaitMountWriters(ctx)
 	known, err := s.indexedFiles()
 	if err != nil {
 		return st, err
