@@ -5,6 +5,9 @@ STATICCHECK_VERSION := v0.8.2
 PKGS        := ./...
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
+# make stress's fsx: operations per seed, and how many fresh seeds.
+FSX_OPS     ?= 20000
+FSX_SEEDS   ?= 2
 # make install puts dshfs in $(PREFIX)/bin: /usr/local as root, else ~/.local.
 PREFIX      ?= $(if $(filter 0,$(shell id -u)),/usr/local,$(HOME)/.local)
 # What --version prints: the checkout's commit ("+dirty" if changed) and its
@@ -61,11 +64,14 @@ bench:
 	$(GO) test ./integration -run '^$$' -bench Overhead -benchtime 1x -timeout 30m -v
 	$(GO) test ./integration -run '^$$' -bench MCP -benchtime 1x -timeout 10m -v
 
-# 30 s of shell writers and tool actors on one mount, plus the in-process races.
+# 30 s of shell writers and tool actors on one mount, plus the in-process races,
+# plus fsx: FSX_OPS random operations through a mount from each of FSX_SEEDS
+# fresh seeds (logged; DSHFS_FSX_SEED=S replays one, see fusefs/fsx_test.go).
 stress:
 	DSHFS_STRESS=30s $(GO) test -race -count=1 -run 'Concurrent' ./integration
 	DSHFS_STRESS=30s DSHFS_TEST_PASSTHROUGH=off $(GO) test -race -count=1 -run 'Concurrent' ./integration
 	$(GO) test -race -count=20 -run 'Concurrent' ./versionstore ./toolapi
+	DSHFS_FSX_OPS=$(FSX_OPS) DSHFS_FSX_SEEDS=$(FSX_SEEDS) $(GO) test -race -count=1 -run '^TestFsx$$' -timeout 60m ./fusefs
 
 # The real Claude Code, Codex and OpenCode (pinned in integration/testdata/harness,
 # installed with npm into the user's cache) against a real mount, each model
