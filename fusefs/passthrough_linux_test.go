@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/dshfs/dshfs/versionstore"
-	"golang.org/x/sys/unix"
 )
 
 // As root on this kernel the mount is in passthrough mode (unless the tests
@@ -52,30 +51,36 @@ func TestPassthroughWritesReachNoDaemonAndAreVersioned(t *testing.T) {
 // (a tool may not replace it) until the mapping is gone, and then its
 // version is committed. In passthrough mode the mapping maps the backing
 // file itself and the daemon hears nothing of it; without passthrough it
-// keeps the mount's file open.
+// keeps the mount's file open. The mapping lives in TestFsx's mapper
+// process: a mapping in the daemon's own process can deadlock it.
 func TestMappingThatOutlivesItsCloseIsVersioned(t *testing.T) {
 	m := mountT(t)
 	p := filepath.Join(m.mnt, "mapped")
-	if err := os.WriteFile(p, bytes.Repeat([]byte{'a'}, 8192), 0o644); err != nil {
+	want := bytes.Repeat([]byte{'a'}, 8192)
+	if err := os.WriteFile(p, want, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	mapper, err := startMapper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mapper.stop()
 	f, err := os.OpenFile(p, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := unix.Mmap(int(f.Fd()), 0, 8192, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mp := &fsxMap{id: 1, len: len(want)}
+	_, err = mapper.call(mapperMap, mp, 0, int64(len(want)), nil, int(f.Fd()))
 	f.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	unmapped := false
-	defer func() {
-		if !unmapped {
-			unix.Munmap(mem)
-		}
-	}()
-	copy(mem[100:], "written through a mapping after close")
-	if err := unix.Msync(mem, unix.MS_SYNC); err != nil {
+	late := []byte("written through a mapping after close")
+	copy(want[100:], late)
+	if _, err := mapper.call(mapperWrite, mp, 100, 0, late, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mapper.call(mapperMsync, mp, 0, 0, nil, -1); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond) // well past the release
@@ -86,11 +91,9 @@ func TestMappingThatOutlivesItsCloseIsVersioned(t *testing.T) {
 	if _, err := m.store.WriteText(context.Background(), tg, "tool\n", versionstore.Intent{}, versionstore.ToolWriter("agent")); err == nil {
 		t.Fatal("a tool replaced a file a live mapping still writes")
 	}
-	want := append([]byte(nil), mem...)
-	if err := unix.Munmap(mem); err != nil {
+	if _, err := mapper.call(mapperUnmap, mp, 0, 0, nil, -1); err != nil {
 		t.Fatal(err)
 	}
-	unmapped = true
 	if n := m.waitUnmarked(); n != 0 {
 		t.Fatalf("%d files still being written after the mapping went", n)
 	}
