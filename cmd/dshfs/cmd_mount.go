@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -20,6 +21,20 @@ import (
 	"github.com/dshfs/dshfs/versionstore"
 	"github.com/urfave/cli/v2"
 )
+
+// oneProcessor runs the daemon's Go code on one processor (P) unless
+// GOMAXPROCS says otherwise. A FUSE daemon's goroutines spend their lives
+// blocked in reads of /dev/fuse and in system calls on the backing files;
+// with a second P the runtime hands Ps between threads and wakes spinning
+// ones around every request: extracting 12,000 files took 24 context
+// switches and about 500 µs of daemon CPU a file with two, 13 (the C
+// loopback's count) and about 300 µs with one (BENCHMARKS.md, "daemon
+// CPU"). It must run before the mount: go-fuse sizes its readers by it.
+func oneProcessor() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+}
 
 // mountOptions are the flags of `dshfs mount`.
 type mountOptions struct {
@@ -129,6 +144,7 @@ func backingDir(dir string) (string, error) {
 func runMount(o mountOptions, ready *readyPipe) error {
 	backing, mnt := o.Backing, o.Mountpoint
 	var err error
+	oneProcessor()
 	if o.StateDir == "" {
 		if o.StateDir, err = defaultStateDir(backing); err != nil {
 			return err
