@@ -10,11 +10,6 @@ import (
 
 func detachMount(mnt string) error { return unix.Unmount(mnt, unix.MNT_FORCE) }
 
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TIOCGETA)
-	return err == nil
-}
-
 // systemMounts lists the FUSE mounts (macFUSE) on the machine. The table
 // does not say which FUSE filesystem a mount is: each is dshfs only if its
 // root answers the daemon's record (Unsure).

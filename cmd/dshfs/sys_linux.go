@@ -102,11 +102,6 @@ func hasCapSysAdmin() bool {
 	return true
 }
 
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
-
 // systemMounts lists every dshfs mount on the machine, whoever runs it,
 // from the kernel's mount table: mount point, backing directory (dshfs
 // mounts name it as their source) and the uid that mounted it.
