@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/dshfs/dshfs/daemon"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/urfave/cli/v2"
 )
@@ -30,6 +32,27 @@ func clientFor(c *cli.Context, path string) (*unixsocket.Client, error) {
 		return nil, err
 	}
 	return unixsocket.NewClient(rec.Socket), nil
+}
+
+// locate finds the daemon a command means (daemon.Locate) from the working
+// directory.
+func locate(path string) (daemon.Record, error) {
+	rec, err := daemon.Locate(path, workingDir())
+	return rec, lookupExit(err)
+}
+
+// lookupExit gives a registry error its exit status: not found (4), not
+// reachable (5), else a failure.
+func lookupExit(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, daemon.ErrNoMount):
+		return cli.Exit(err.Error(), exitNotFound)
+	case errors.Is(err, daemon.ErrUnreachable):
+		return cli.Exit(err.Error(), exitUnreachable)
+	}
+	return cli.Exit(err.Error(), exitFailure)
 }
 
 // daemonError turns an error of a call to the daemon into the CLI's exit
@@ -80,6 +103,15 @@ func absPath(p string) string {
 		return filepath.Join(real, base)
 	}
 	return abs
+}
+
+// workingDir is the real path of the working directory ("/" if it is gone).
+func workingDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "/"
+	}
+	return absDir(wd)
 }
 
 // absDir is the real path of the directory dir.

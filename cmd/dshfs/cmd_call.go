@@ -103,7 +103,7 @@ func toolTarget(socket, mount, filePath string) (string, string, error) {
 		return "", "", err
 	}
 	cwd := ""
-	if wd := workingDir(); mount == "" && (within(rec.MountPoint, wd) || within(rec.Backing, wd)) {
+	if wd := workingDir(); mount == "" && rec.Holds(wd) {
 		cwd = wd
 	}
 	return rec.Socket, cwd, nil

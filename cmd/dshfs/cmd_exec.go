@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/dshfs/dshfs/daemon"
 	"github.com/dshfs/dshfs/policy"
 	"github.com/dshfs/dshfs/toolapi"
 	"github.com/dshfs/dshfs/versionstore"
@@ -80,7 +81,7 @@ func openService(backing, stateDir string, withPolicy bool) (*toolapi.Service, f
 		return nil, nil, fmt.Errorf("workspace %s is not a directory", backing)
 	}
 	if stateDir == "" {
-		if stateDir, err = defaultStateDir(abs); err != nil {
+		if stateDir, err = daemon.DefaultStateDir(abs); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dshfs/dshfs/daemon"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/urfave/cli/v2"
 )
@@ -41,13 +42,13 @@ type statusEntry struct {
 }
 
 func runStatus(ctx context.Context, path string, asJSON bool) error {
-	all := listMounts()
+	all := daemon.ListMounts()
 	if path != "" {
-		e, ok := holding(all, absDir(path))
+		e, ok := daemon.Holding(all, absDir(path))
 		if !ok {
 			return cli.Exit(fmt.Sprintf("no dshfs mount holds %s", path), exitNotFound)
 		}
-		all = []mountEntry{e}
+		all = []daemon.Entry{e}
 	}
 	entries := make([]statusEntry, 0, len(all))
 	for _, e := range all {
@@ -66,8 +67,8 @@ func runStatus(ctx context.Context, path string, asJSON bool) error {
 }
 
 // statusOf asks e's daemon for its status, if this user can reach it.
-func statusOf(ctx context.Context, e mountEntry) statusEntry {
-	out := statusEntry{Status: unixsocket.Status{MountPoint: e.MountPoint, Backing: e.Backing}, UID: e.UID, Note: mountNote(e)}
+func statusOf(ctx context.Context, e daemon.Entry) statusEntry {
+	out := statusEntry{Status: unixsocket.Status{MountPoint: e.MountPoint, Backing: e.Backing}, UID: e.UID, Note: e.Note()}
 	if e.Err != nil {
 		return out
 	}

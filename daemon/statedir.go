@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"crypto/sha256"
@@ -11,13 +11,13 @@ import (
 	"unicode"
 )
 
-// defaultStateDir is where a workspace's index lives: outside the workspace,
+// DefaultStateDir is where a workspace's index lives: outside the workspace,
 // under the user's state directory, one folder per real workspace path,
 // named so a person can tell them apart: <last element>-<8 hex digits of a
 // hash of the whole path>, e.g. ws-1f2e3d4c. A folder of the old name
 // (ws-<16 hex digits>, whatever the workspace) is moved to the new name,
 // unless a mount still uses it.
-func defaultStateDir(workspace string) (string, error) {
+func DefaultStateDir(workspace string) (string, error) {
 	real, err := filepath.EvalSymlinks(workspace)
 	if err != nil {
 		return "", fmt.Errorf("resolve workspace: %w", err)

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"encoding/json"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/dshfs/dshfs/fusefs"
-	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,8 +26,8 @@ import (
 // a mount whose daemon died answers ENOTCONN, and one the caller may not use
 // answers EACCES, as every other access to it would.
 
-// mountRecord is what a running mount says about its daemon.
-type mountRecord struct {
+// Record is what a running mount says about its daemon.
+type Record struct {
 	MountPoint string `json:"mount_point"`
 	Backing    string `json:"backing"`
 	Socket     string `json:"socket"`
@@ -36,6 +35,19 @@ type mountRecord struct {
 	Pid        int    `json:"pid"`
 	UID        int    `json:"uid"`
 	Version    string `json:"version"`
+}
+
+// record is the Record the root of cfg's mount answers.
+func record(cfg Config) []byte {
+	b, _ := json.Marshal(Record{MountPoint: cfg.MountPoint, Backing: cfg.Backing, Socket: socketPath(cfg.StateDir), StateDir: cfg.StateDir,
+		Pid: os.Getpid(), UID: os.Geteuid(), Version: cfg.Version})
+	return b
+}
+
+// Holds reports whether path is in the mount: its mount point or its
+// backing directory, or below either.
+func (r Record) Holds(path string) bool {
+	return within(r.MountPoint, path) || within(r.Backing, path)
 }
 
 // systemMount is a dshfs mount in the kernel's mount table. Unsure marks a
@@ -47,12 +59,34 @@ type systemMount struct {
 	Unsure              bool
 }
 
-// mountEntry is a dshfs mount and, when this process may use it, the
-// record its root answers; Err says why there is none.
-type mountEntry struct {
-	systemMount
-	Record mountRecord
-	Err    error
+// Entry is a dshfs mount and, when this process may use it, the record its
+// root answers; Err says why there is none.
+type Entry struct {
+	MountPoint, Backing string
+	UID                 int // the uid that mounted it (-1: unknown)
+	Record              Record
+	Err                 error
+}
+
+// ErrNoMount is wrapped by the registry's errors when no dshfs mount holds
+// the path, or none runs; ErrUnreachable when the mount was found but its
+// daemon cannot be reached. Their messages are the whole sentence.
+var (
+	ErrNoMount     = errors.New("no such dshfs mount")
+	ErrUnreachable = errors.New("the dshfs mount's daemon cannot be reached")
+)
+
+// lookupError is a sentence for the user that is one of the errors above.
+type lookupError struct {
+	msg  string
+	kind error
+}
+
+func (e *lookupError) Error() string { return e.msg }
+func (e *lookupError) Unwrap() error { return e.kind }
+
+func noMount(format string, a ...any) error {
+	return &lookupError{msg: fmt.Sprintf(format, a...), kind: ErrNoMount}
 }
 
 // recordTimeout bounds the wait for a mount's record: a daemon that is alive
@@ -64,11 +98,11 @@ var errNotAnswering = errors.New("its daemon does not answer")
 // socketPath is where the daemon of a state directory serves the tools.
 func socketPath(stateDir string) string { return filepath.Join(stateDir, "dshfs.sock") }
 
-// listMounts lists every dshfs mount on the machine, each with its record.
-func listMounts() []mountEntry {
-	var out []mountEntry
+// ListMounts lists every dshfs mount on the machine, each with its record.
+func ListMounts() []Entry {
+	var out []Entry
 	for _, m := range systemMounts() {
-		e := mountEntry{systemMount: m}
+		e := Entry{MountPoint: m.MountPoint, Backing: m.Backing, UID: m.UID}
 		e.Record, e.Err = readRecord(m.MountPoint)
 		if m.Unsure && e.Err != nil {
 			continue
@@ -82,7 +116,7 @@ func listMounts() []mountEntry {
 }
 
 // readRecord reads the daemon record the root of the mount at mnt answers.
-func readRecord(mnt string) (mountRecord, error) {
+func readRecord(mnt string) (Record, error) {
 	type answer struct {
 		b   []byte
 		err error
@@ -96,9 +130,9 @@ func readRecord(mnt string) (mountRecord, error) {
 	select {
 	case a = <-ch:
 	case <-time.After(recordTimeout):
-		return mountRecord{}, errNotAnswering
+		return Record{}, errNotAnswering
 	}
-	var r mountRecord
+	var r Record
 	if a.err != nil {
 		return r, a.err
 	}
@@ -126,10 +160,10 @@ func getxattr(path, name string) ([]byte, error) {
 	}
 }
 
-// holding returns the mount whose mount point or backing directory holds
+// Holding returns the mount whose mount point or backing directory holds
 // path (the deepest, if mounts nest).
-func holding(all []mountEntry, path string) (mountEntry, bool) {
-	var best mountEntry
+func Holding(all []Entry, path string) (Entry, bool) {
+	var best Entry
 	bestLen := -1
 	for _, e := range all {
 		for _, root := range []string{e.MountPoint, e.Backing} {
@@ -147,47 +181,47 @@ func within(root, path string) bool {
 	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
 
-// locate finds the daemon a command means: of the mount holding path; with
-// no path, of the mount holding the working directory, or else of the only
-// dshfs mount on the machine. Its errors carry the exit status: not found
-// (4) or not reachable (5).
-func locate(path string) (mountRecord, error) {
-	e, err := pick(listMounts(), path, workingDir())
+// Locate finds the daemon a command means: of the mount holding path; with
+// no path, of the mount holding the working directory wd, or else of the
+// only dshfs mount on the machine. Its errors are ErrNoMount or
+// ErrUnreachable.
+func Locate(path, wd string) (Record, error) {
+	e, err := pick(ListMounts(), path, wd)
 	if err != nil {
-		return mountRecord{}, err
+		return Record{}, err
 	}
-	return e.Record, reachable(e)
+	return e.Record, e.Reachable()
 }
 
-// pick is locate's choice among all, given the working directory wd.
-func pick(all []mountEntry, path, wd string) (mountEntry, error) {
+// pick is Locate's choice among all.
+func pick(all []Entry, path, wd string) (Entry, error) {
 	if path != "" {
-		if e, ok := holding(all, path); ok {
+		if e, ok := Holding(all, path); ok {
 			return e, nil
 		}
-		return mountEntry{}, cli.Exit(fmt.Sprintf("no dshfs mount holds %s; dshfs status lists the running mounts", path), exitNotFound)
+		return Entry{}, noMount("no dshfs mount holds %s; dshfs status lists the running mounts", path)
 	}
-	if e, ok := holding(all, wd); ok {
+	if e, ok := Holding(all, wd); ok {
 		return e, nil
 	}
 	switch len(all) {
 	case 0:
-		return mountEntry{}, cli.Exit("no dshfs mount is running; start one with: dshfs mount BACKING MOUNTPOINT", exitNotFound)
+		return Entry{}, noMount("no dshfs mount is running; start one with: dshfs mount BACKING MOUNTPOINT")
 	case 1:
 		return all[0], nil
 	}
-	return mountEntry{}, cli.Exit(fmt.Sprintf("%s is in none of the %d running dshfs mounts; name one with --mount (dshfs status lists them)", wd, len(all)), exitNotFound)
+	return Entry{}, noMount("%s is in none of the %d running dshfs mounts; name one with --mount (dshfs status lists them)", wd, len(all))
 }
 
-// reachable says, as the CLI's error, why e's daemon cannot be reached.
-func reachable(e mountEntry) error {
+// Reachable says, as an ErrUnreachable, why e's daemon cannot be reached.
+func (e Entry) Reachable() error {
 	if e.Err == nil {
 		return nil
 	}
-	return cli.Exit(unreachableReason(e), exitUnreachable)
+	return &lookupError{msg: unreachableReason(e), kind: ErrUnreachable}
 }
 
-func unreachableReason(e mountEntry) string {
+func unreachableReason(e Entry) string {
 	switch {
 	case errors.Is(e.Err, syscall.ENOTCONN):
 		return fmt.Sprintf("the dshfs mount at %s has lost its daemon; dshfs mount %s %s starts it again", e.MountPoint, e.Backing, e.MountPoint)
@@ -199,17 +233,9 @@ func unreachableReason(e mountEntry) string {
 	return fmt.Sprintf("cannot reach the daemon of the dshfs mount at %s: %v", e.MountPoint, e.Err)
 }
 
-// workingDir is the real path of the working directory ("/" if it is gone).
-func workingDir() string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "/"
-	}
-	return absDir(wd)
-}
-
-// mountNote is the status note for a mount whose record cannot be read.
-func mountNote(e mountEntry) string {
+// Note is what status says of a mount whose record cannot be read ("":
+// none).
+func (e Entry) Note() string {
 	switch {
 	case e.Err == nil:
 		return ""
