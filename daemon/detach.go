@@ -42,15 +42,12 @@ func Start(cfg Config, args []string) (Detached, error) {
 			return Detached{}, err
 		}
 	}
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		return Detached{}, fmt.Errorf("make the state directory: %v", err)
-	}
-	logPath := filepath.Join(cfg.StateDir, LogFileName)
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logFile, err := openLog(cfg.StateDir)
 	if err != nil {
 		return Detached{}, err
 	}
 	defer logFile.Close()
+	logPath := logFile.Name()
 	cmd, ready, err := startChild(cfg, args, logFile)
 	if err != nil {
 		return Detached{}, err
@@ -61,6 +58,15 @@ func Start(cfg Config, args []string) (Detached, error) {
 	pid := cmd.Process.Pid
 	cmd.Process.Release()
 	return Detached{Pid: pid, Log: logPath}, nil
+}
+
+// openLog opens the daemon's log in stateDir (made if missing) for
+// appending.
+func openLog(stateDir string) (*os.File, error) {
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("make the state directory: %v", err)
+	}
+	return os.OpenFile(filepath.Join(stateDir, LogFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 }
 
 // startChild starts the daemon's process and hands it cfg; it returns the

@@ -10,6 +10,7 @@ import (
 	"github.com/dshfs/dshfs/policy"
 	"github.com/dshfs/dshfs/toolapi"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
+	"github.com/dshfs/dshfs/versionstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -17,26 +18,12 @@ import (
 // state directory (the mount's root names it: see registry.go). The
 // returned function stops serving.
 func (m *mount) serve() (func(), error) {
-	var pol *policy.Policy
-	if !m.cfg.NoPolicy {
-		var err error
-		if pol, err = policy.New(m.store.DB(), policy.Options{}); err != nil {
-			return nil, err
-		}
-	}
-	svc, err := toolapi.New(m.store, pol, toolapi.Config{MountPoint: m.cfg.MountPoint, MaxImageBytes: m.cfg.MaxImageBytes})
+	svc, pol, err := Tools(m.store, m.cfg.NoPolicy, toolapi.Config{MountPoint: m.cfg.MountPoint, MaxImageBytes: m.cfg.MaxImageBytes})
 	if err != nil {
 		return nil, err
 	}
 	m.socket = socketPath(m.cfg.StateDir)
-	srv := unixsocket.NewServer(unixsocket.Config{
-		Tools:           svc,
-		Logger:          m.log,
-		Status:          m.status(pol),
-		Store:           m.store,
-		MCP:             mcpSessions(svc, m.cfg.Version),
-		RegisterProcess: func(actor string, pid int) error { return m.fsys.Actors().Register(pid, actor) },
-	})
+	srv := m.server(svc, pol)
 	l, err := unixsocket.Listen(m.socket)
 	if err != nil {
 		return nil, err
@@ -54,6 +41,32 @@ func (m *mount) serve() (func(), error) {
 		stopForgetting()
 		l.Close()
 	}, nil
+}
+
+// server is the socket's server of svc's tools, the mount's status and
+// MCP sessions.
+func (m *mount) server(svc *toolapi.Service, pol *policy.Policy) *unixsocket.Server {
+	return unixsocket.NewServer(unixsocket.Config{
+		Tools:           svc,
+		Logger:          m.log,
+		Status:          m.status(pol),
+		Store:           m.store,
+		MCP:             mcpSessions(svc, m.cfg.Version),
+		RegisterProcess: func(actor string, pid int) error { return m.fsys.Actors().Register(pid, actor) },
+	})
+}
+
+// Tools are the tools over store, with the read-before-write policy (its
+// observations kept in the store's index) unless noPolicy; pol is nil
+// without it.
+func Tools(store *versionstore.Store, noPolicy bool, cfg toolapi.Config) (svc *toolapi.Service, pol *policy.Policy, err error) {
+	if !noPolicy {
+		if pol, err = policy.New(store.DB(), policy.Options{}); err != nil {
+			return nil, nil, err
+		}
+	}
+	svc, err = toolapi.New(store, pol, cfg)
+	return svc, pol, err
 }
 
 // status is what the socket's status route reports.

@@ -32,16 +32,23 @@ func DefaultStateDir(workspace string) (string, error) {
 	if _, err := os.Stat(dir); err == nil || !isDir(legacy) {
 		return dir, nil
 	}
+	return fromLegacy(legacy, dir, real), nil
+}
+
+// fromLegacy moves the state directory of the workspace real from its old
+// name, legacy, to dir, and returns where it is now: still legacy if a
+// mount uses it (its daemon serves its socket there) or it cannot move.
+func fromLegacy(legacy, dir, real string) string {
 	for _, m := range systemMounts() {
 		if m.Backing == real {
-			return legacy, nil // its daemon serves its socket there
+			return legacy
 		}
 	}
 	if err := os.Rename(legacy, dir); err != nil {
-		return legacy, nil
+		return legacy
 	}
 	fmt.Fprintf(os.Stderr, "dshfs: moved the state directory %s to %s\n", legacy, dir)
-	return dir, nil
+	return dir
 }
 
 // stateName is the readable part of a state directory's name: the
