@@ -114,6 +114,22 @@ func workingDir() string {
 	return absDir(wd)
 }
 
+// absPaths makes each of paths absolute (absPath), in place.
+func absPaths(paths []string) []string {
+	for i := range paths {
+		paths[i] = absPath(paths[i])
+	}
+	return paths
+}
+
+// first is the first of s, or "".
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
 // absDir is the real path of the directory dir.
 func absDir(dir string) string {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {

@@ -54,12 +54,7 @@ func runStatus(ctx context.Context, path string, asJSON bool) error {
 	for _, e := range all {
 		entries = append(entries, statusOf(ctx, e))
 	}
-	var err error
-	if asJSON {
-		err = printJSON(entries)
-	} else {
-		err = printStatus(entries)
-	}
+	err := printEntries(entries, asJSON)
 	if err == nil && path != "" && entries[0].Note != "" {
 		return cli.Exit("", exitUnreachable)
 	}
@@ -82,6 +77,14 @@ func statusOf(ctx context.Context, e daemon.Entry) statusEntry {
 	}
 	out.Status = st
 	return out
+}
+
+// printEntries prints the mounts as a table, or as JSON.
+func printEntries(entries []statusEntry, asJSON bool) error {
+	if asJSON {
+		return printJSON(entries)
+	}
+	return printStatus(entries)
 }
 
 func printStatus(entries []statusEntry) error {

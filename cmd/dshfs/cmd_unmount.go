@@ -26,18 +26,26 @@ func unmountCommand() *cli.Command {
 // runUnmount has the daemon of the mount at mnt unmount it and exit; a
 // mount whose daemon is gone is detached.
 func runUnmount(mnt string) error {
-	for _, e := range daemon.ListMounts() {
-		if e.MountPoint != mnt {
-			continue
-		}
-		detached, err := daemon.Stop(e)
-		if err != nil {
-			return lookupExit(err)
-		}
-		if detached {
-			fmt.Printf("dshfs: detached %s, whose daemon was gone\n", e.MountPoint)
-		}
-		return nil
+	e, ok := mountAt(daemon.ListMounts(), mnt)
+	if !ok {
+		return cli.Exit(fmt.Sprintf("no dshfs mount at %s; dshfs status lists the running mounts", mnt), exitNotFound)
 	}
-	return cli.Exit(fmt.Sprintf("no dshfs mount at %s; dshfs status lists the running mounts", mnt), exitNotFound)
+	detached, err := daemon.Stop(e)
+	if err != nil {
+		return lookupExit(err)
+	}
+	if detached {
+		fmt.Printf("dshfs: detached %s, whose daemon was gone\n", e.MountPoint)
+	}
+	return nil
+}
+
+// mountAt is the mount of all whose mount point is mnt.
+func mountAt(all []daemon.Entry, mnt string) (daemon.Entry, bool) {
+	for _, e := range all {
+		if e.MountPoint == mnt {
+			return e, true
+		}
+	}
+	return daemon.Entry{}, false
 }
