@@ -6,11 +6,11 @@
 // where a workspace's state directory is (statedir.go).
 //
 // A daemon runs from a Config and nothing else: the detached daemon
-// receives its parent's Config whole (detach.go). The package prints
-// nothing a command's user reads except the foreground daemon's "mounted"
-// line, and knows nothing of the CLI: its errors are plain sentences (the
-// registry's carry ErrNoMount or ErrUnreachable) that the CLI turns into
-// exit statuses.
+// receives its parent's Config whole (detach.go). The package knows
+// nothing of the CLI and prints little (the foreground daemon's "mounted"
+// line, a state directory moved from its old name): its errors are plain
+// sentences, the registry's wrapping ErrNoMount or ErrUnreachable, that
+// the CLI turns into exit statuses.
 package daemon
 
 import "time"

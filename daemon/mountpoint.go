@@ -11,22 +11,6 @@ import (
 	"syscall"
 )
 
-// BackingDir is the real path of the backing directory: the mount is
-// registered, and found by the CLI, under it.
-func BackingDir(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
-	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("backing directory %s is not a directory; make it first (mkdir -p %s)", dir, dir)
-	}
-	return abs, nil
-}
-
 // recoverStaleMount detaches a FUSE mount whose daemon died: the kernel
 // answers ENOTCONN for it, and nothing can be mounted over it until it goes.
 func recoverStaleMount(mnt string) error {
@@ -109,6 +93,22 @@ func checkMountPoint(mnt string, nonempty bool) error {
 		return checkEmpty(mnt)
 	}
 	return nil
+}
+
+// BackingDir is the real path of the backing directory: the mount is
+// registered, and found by the CLI, under it.
+func BackingDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("backing directory %s is not a directory; make it first (mkdir -p %s)", dir, dir)
+	}
+	return abs, nil
 }
 
 // checkEmpty refuses a mount point that holds files: the mount would hide

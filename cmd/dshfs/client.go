@@ -34,6 +34,18 @@ func clientFor(c *cli.Context, path string) (*unixsocket.Client, error) {
 	return unixsocket.NewClient(rec.Socket), nil
 }
 
+// fileClient checks the versions given for the file at path, then finds
+// the daemon of the mount holding it (clientFor); it returns path made
+// absolute.
+func fileClient(c *cli.Context, path string, versions ...string) (*unixsocket.Client, string, error) {
+	if err := checkVersions(versions...); err != nil {
+		return nil, "", err
+	}
+	path = absPath(path)
+	client, err := clientFor(c, path)
+	return client, path, err
+}
+
 // locate finds the daemon a command means (daemon.Locate) from the working
 // directory.
 func locate(path string) (daemon.Record, error) {

@@ -36,15 +36,15 @@ func runCheckpoints(c *cli.Context, asJSON bool) error {
 	if asJSON {
 		return printJSON(cps)
 	}
-	if len(cps) == 0 {
-		fmt.Println("no checkpoints")
-		return nil
-	}
 	return printCheckpoints(os.Stdout, cps)
 }
 
-// printCheckpoints is the checkpoints as a table.
+// printCheckpoints is the checkpoints as a table, or says there are none.
 func printCheckpoints(w io.Writer, cps []unixsocket.Checkpoint) error {
+	if len(cps) == 0 {
+		_, err := fmt.Fprintln(w, "no checkpoints")
+		return err
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTIME\tFILES\t")
 	for _, cp := range cps {

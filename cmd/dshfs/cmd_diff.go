@@ -38,11 +38,7 @@ func diffCommand() *cli.Command {
 // runDiff prints how the file at path changed between versions v1 and v2
 // (either may be "").
 func runDiff(c *cli.Context, path, v1, v2 string) error {
-	if err := checkVersions(v1, v2); err != nil {
-		return err
-	}
-	path = absPath(path)
-	client, err := clientFor(c, path)
+	client, path, err := fileClient(c, path, v1, v2)
 	if err != nil {
 		return err
 	}

@@ -28,11 +28,7 @@ func restoreCommand() *cli.Command {
 
 // runRestore makes version the content of the file at path again.
 func runRestore(c *cli.Context, path, version, actor string) error {
-	if err := checkVersions(version); err != nil {
-		return err
-	}
-	path = absPath(path)
-	client, err := clientFor(c, path)
+	client, path, err := fileClient(c, path, version)
 	if err != nil {
 		return err
 	}

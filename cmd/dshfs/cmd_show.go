@@ -28,11 +28,7 @@ func showCommand() *cli.Command {
 
 // runShow prints the bytes of the file at path at version.
 func runShow(c *cli.Context, path, version string) error {
-	if err := checkVersions(version); err != nil {
-		return err
-	}
-	path = absPath(path)
-	client, err := clientFor(c, path)
+	client, path, err := fileClient(c, path, version)
 	if err != nil {
 		return err
 	}
