@@ -24,7 +24,8 @@ import (
 // user.dshfs.daemon with its daemon's record (socket, pid, state directory),
 // from the daemon's memory. Nothing is kept on disk, so nothing goes stale:
 // a mount whose daemon died answers ENOTCONN, and one the caller may not use
-// answers EACCES, as every other access to it would.
+// answers EACCES, as every other access to it would. Stop, from an entry,
+// has the daemon unmount and exit, or detaches a mount whose daemon died.
 
 // Record is what a running mount says about its daemon.
 type Record struct {
