@@ -440,6 +440,32 @@ func TestLargeFewChanges(t *testing.T) {
 	}
 }
 
+// A large file with many scattered one-line changes diffs as exactly
+// those changes: one hunk each, nothing else replaced. This is why dshfs
+// keeps its own diff (README, Dependencies): go-udiff's approximate LCS,
+// on this input, stops matching after about 1,250 lines and replaces the
+// remaining 17,000 wholesale, ten times the diff.
+func TestLargeManyChanges(t *testing.T) {
+	const n, every = 20_000, 50
+	var sa, sb strings.Builder
+	for i := range n {
+		fmt.Fprintf(&sa, "line %d of the file\n", i)
+		if i%every == 0 {
+			fmt.Fprintf(&sb, "changed %d\n", i)
+		} else {
+			fmt.Fprintf(&sb, "line %d of the file\n", i)
+		}
+	}
+	got := Unified("old", "new", []byte(sa.String()), []byte(sb.String()), 3)
+	if err := checkPatch(got, sa.String(), sb.String(), 3); err != nil {
+		t.Fatal(err)
+	}
+	removed, added := strings.Count(got, "\n-line "), strings.Count(got, "\n+changed ")
+	if h := strings.Count(got, "\n@@ "); h != n/every || removed != n/every || added != n/every {
+		t.Errorf("%d hunks, %d lines removed, %d added; want %d of each", h, removed, added, n/every)
+	}
+}
+
 func TestLargeFallback(t *testing.T) {
 	// Two large, entirely different middles exceed the Myers bound and
 	// take the fallback; the result must still be a correct patch.

@@ -18,13 +18,7 @@ func hoistFlags(app *cli.App, args []string) []string {
 	if cmd == nil {
 		return args
 	}
-	takesValue := map[string]bool{}
-	for _, f := range cmd.Flags {
-		_, isBool := f.(*cli.BoolFlag)
-		for _, name := range f.Names() {
-			takesValue[name] = !isBool
-		}
-	}
+	takesValue := valueFlags(cmd)
 	var flags, positional []string
 	rest := args[2:]
 	for i := 0; i < len(rest); i++ {
@@ -50,4 +44,17 @@ func hoistFlags(app *cli.App, args []string) []string {
 		out = append(out, positional...)
 	}
 	return out
+}
+
+// valueFlags says, for each of cmd's flag names, whether the flag takes a
+// value (every flag but a bool one).
+func valueFlags(cmd *cli.Command) map[string]bool {
+	takesValue := map[string]bool{}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, name := range f.Names() {
+			takesValue[name] = !isBool
+		}
+	}
+	return takesValue
 }

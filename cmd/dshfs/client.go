@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/dshfs/dshfs/daemon"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/urfave/cli/v2"
 )
@@ -30,6 +32,39 @@ func clientFor(c *cli.Context, path string) (*unixsocket.Client, error) {
 		return nil, err
 	}
 	return unixsocket.NewClient(rec.Socket), nil
+}
+
+// fileClient checks the versions given for the file at path, then finds
+// the daemon of the mount holding it (clientFor); it returns path made
+// absolute.
+func fileClient(c *cli.Context, path string, versions ...string) (*unixsocket.Client, string, error) {
+	if err := checkVersions(versions...); err != nil {
+		return nil, "", err
+	}
+	path = absPath(path)
+	client, err := clientFor(c, path)
+	return client, path, err
+}
+
+// locate finds the daemon a command means (daemon.Locate) from the working
+// directory.
+func locate(path string) (daemon.Record, error) {
+	rec, err := daemon.Locate(path, workingDir())
+	return rec, lookupExit(err)
+}
+
+// lookupExit gives a registry error its exit status: not found (4), not
+// reachable (5), else a failure.
+func lookupExit(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, daemon.ErrNoMount):
+		return cli.Exit(err.Error(), exitNotFound)
+	case errors.Is(err, daemon.ErrUnreachable):
+		return cli.Exit(err.Error(), exitUnreachable)
+	}
+	return cli.Exit(err.Error(), exitFailure)
 }
 
 // daemonError turns an error of a call to the daemon into the CLI's exit
@@ -80,6 +115,31 @@ func absPath(p string) string {
 		return filepath.Join(real, base)
 	}
 	return abs
+}
+
+// workingDir is the real path of the working directory ("/" if it is gone).
+func workingDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "/"
+	}
+	return absDir(wd)
+}
+
+// absPaths makes each of paths absolute (absPath), in place.
+func absPaths(paths []string) []string {
+	for i := range paths {
+		paths[i] = absPath(paths[i])
+	}
+	return paths
+}
+
+// first is the first of s, or "".
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
 }
 
 // absDir is the real path of the directory dir.

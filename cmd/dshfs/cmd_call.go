@@ -44,16 +44,26 @@ func callCommand() *cli.Command {
 			if c.NArg() != 2 {
 				return cli.Exit("call takes a tool name and its JSON arguments, e.g. call read '{\"file_path\":\"a.txt\"}'", exitUsage)
 			}
-			args := []byte(c.Args().Get(1))
-			if c.Args().Get(1) == "-" {
-				var err error
-				if args, err = io.ReadAll(os.Stdin); err != nil {
-					return cli.Exit("read the arguments from standard input: "+err.Error(), exitFailure)
-				}
+			args, err := callArguments(c.Args().Get(1))
+			if err != nil {
+				return err
 			}
 			return runCall(c.Context, o, c.Args().Get(0), args)
 		},
 	}
+}
+
+// callArguments is call's JSON argument: as given, or standard input for
+// "-".
+func callArguments(arg string) ([]byte, error) {
+	if arg != "-" {
+		return []byte(arg), nil
+	}
+	args, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		return nil, cli.Exit("read the arguments from standard input: "+err.Error(), exitFailure)
+	}
+	return args, nil
 }
 
 func runCall(ctx context.Context, o callOptions, tool string, args []byte) error {
@@ -103,7 +113,7 @@ func toolTarget(socket, mount, filePath string) (string, string, error) {
 		return "", "", err
 	}
 	cwd := ""
-	if wd := workingDir(); mount == "" && (within(rec.MountPoint, wd) || within(rec.Backing, wd)) {
+	if wd := workingDir(); mount == "" && rec.Holds(wd) {
 		cwd = wd
 	}
 	return rec.Socket, cwd, nil

@@ -21,18 +21,23 @@ func checkpointCommand() *cli.Command {
 			if c.NArg() > 1 {
 				return cli.Exit("checkpoint takes at most a name", exitUsage)
 			}
-			client, err := clientFor(c, "")
-			if err != nil {
-				return err
-			}
-			bar := newProgressBar(os.Stderr, "checkpoint")
-			cp, err := client.Checkpoint(c.Context, c.Args().First(), bar.update)
-			bar.done()
-			if err != nil {
-				return daemonError(err)
-			}
-			fmt.Printf("checkpoint %s: %d files\n", cp.Name, cp.Files)
-			return nil
+			return runCheckpoint(c, c.Args().First())
 		},
 	}
+}
+
+// runCheckpoint records a checkpoint called name ("": cp-N).
+func runCheckpoint(c *cli.Context, name string) error {
+	client, err := clientFor(c, "")
+	if err != nil {
+		return err
+	}
+	bar := newProgressBar(os.Stderr, "checkpoint")
+	cp, err := client.Checkpoint(c.Context, name, bar.update)
+	bar.done()
+	if err != nil {
+		return daemonError(err)
+	}
+	fmt.Printf("checkpoint %s: %d files\n", cp.Name, cp.Files)
+	return nil
 }

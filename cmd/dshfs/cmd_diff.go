@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/dshfs/dshfs/toolapi"
-	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/urfave/cli/v2"
 )
 
@@ -27,39 +25,33 @@ func diffCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if since != "" {
-				return runSessionDiff(c, since, c.Args().Slice())
+				return runSessionDiff(c, since, absPaths(c.Args().Slice()))
 			}
 			if c.NArg() < 1 || c.NArg() > 3 {
 				return cli.Exit("diff takes PATH and up to two versions, or --since CHECKPOINT and paths", exitUsage)
 			}
-			if err := checkVersions(c.Args().Get(1), c.Args().Get(2)); err != nil {
-				return err
-			}
-			path := absPath(c.Args().Get(0))
-			client, err := clientFor(c, path)
-			if err != nil {
-				return err
-			}
-			d, err := client.Diff(c.Context, "", path, c.Args().Get(1), c.Args().Get(2))
-			return printDiff(d, err)
+			return runDiff(c, c.Args().Get(0), c.Args().Get(1), c.Args().Get(2))
 		},
 	}
 }
 
+// runDiff prints how the file at path changed between versions v1 and v2
+// (either may be "").
+func runDiff(c *cli.Context, path, v1, v2 string) error {
+	client, path, err := fileClient(c, path, v1, v2)
+	if err != nil {
+		return err
+	}
+	return printDiff(client.Diff(c.Context, "", path, v1, v2))
+}
+
 // runSessionDiff prints one diff of the workspace's changes since since.
 func runSessionDiff(c *cli.Context, since string, paths []string) error {
-	for i := range paths {
-		paths[i] = absPath(paths[i])
-	}
 	client, err := clientFor(c, first(paths))
 	if err != nil {
 		return err
 	}
-	return printDiff(sessionDiff(c.Context, client, since, paths))
-}
-
-func sessionDiff(ctx context.Context, client *unixsocket.Client, since string, paths []string) (string, error) {
-	return client.SessionDiff(ctx, toolapi.SessionQuery{Since: since, Paths: paths})
+	return printDiff(client.SessionDiff(c.Context, toolapi.SessionQuery{Since: since, Paths: paths}))
 }
 
 func printDiff(d string, err error) error {

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/dshfs/dshfs/policy"
+	"github.com/dshfs/dshfs/daemon"
 	"github.com/dshfs/dshfs/toolapi"
 	"github.com/dshfs/dshfs/versionstore"
 	"github.com/urfave/cli/v2"
@@ -72,36 +72,37 @@ func runExec(ctx context.Context, o execOptions) error {
 
 // openService opens the store, policy and tools of one workspace.
 func openService(backing, stateDir string, withPolicy bool) (*toolapi.Service, func(), error) {
-	abs, err := filepath.Abs(backing)
+	abs, stateDir, err := execWorkspace(backing, stateDir)
 	if err != nil {
 		return nil, nil, err
-	}
-	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return nil, nil, fmt.Errorf("workspace %s is not a directory", backing)
-	}
-	if stateDir == "" {
-		if stateDir, err = defaultStateDir(abs); err != nil {
-			return nil, nil, err
-		}
 	}
 	umask := currentUmask()
 	store, err := versionstore.Open(abs, filepath.Join(stateDir, "index.db"), versionstore.Options{Umask: &umask})
 	if err != nil {
 		return nil, nil, err
 	}
-	var pol *policy.Policy
-	if withPolicy {
-		if pol, err = policy.New(store.DB(), policy.Options{}); err != nil {
-			store.Close()
-			return nil, nil, err
-		}
-	}
-	svc, err := toolapi.New(store, pol, toolapi.Config{})
+	svc, _, err := daemon.Tools(store, !withPolicy, toolapi.Config{})
 	if err != nil {
 		store.Close()
 		return nil, nil, err
 	}
 	return svc, func() { store.Close() }, nil
+}
+
+// execWorkspace is the workspace's absolute path and its state directory
+// (the default one unless stateDir names one).
+func execWorkspace(backing, stateDir string) (string, string, error) {
+	abs, err := filepath.Abs(backing)
+	if err != nil {
+		return "", "", err
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", "", fmt.Errorf("workspace %s is not a directory", backing)
+	}
+	if stateDir == "" {
+		stateDir, err = daemon.DefaultStateDir(abs)
+	}
+	return abs, stateDir, err
 }
 
 // currentUmask reads the process umask (there is no way to read it without

@@ -16,24 +16,30 @@ func gcCommand() *cli.Command {
 			"are `dshfs mount --retain-bytes` and `--retain-age`.",
 		Flags: []cli.Flag{mountFlag, &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &asJSON}},
 		Action: func(c *cli.Context) error {
-			client, err := clientFor(c, "")
-			if err != nil {
-				return err
-			}
-			bar := newProgressBar(os.Stderr, "gc")
-			res, err := client.GC(c.Context, bar.update)
-			bar.done()
-			if err != nil {
-				return daemonError(err)
-			}
-			if asJSON {
-				return printJSON(res)
-			}
-			fmt.Printf("dropped %d object(s), %s; kept %d (%d pinned), %s of a %s budget\n",
-				res.Removed, humanBytes(res.FreedBytes), res.Objects, res.Pinned, humanBytes(res.StoredBytes), humanBytes(res.BudgetBytes))
-			return nil
+			return runGC(c, asJSON)
 		},
 	}
+}
+
+// runGC drops kept bytes past the retention age or the budget, and says
+// what it dropped and kept.
+func runGC(c *cli.Context, asJSON bool) error {
+	client, err := clientFor(c, "")
+	if err != nil {
+		return err
+	}
+	bar := newProgressBar(os.Stderr, "gc")
+	res, err := client.GC(c.Context, bar.update)
+	bar.done()
+	if err != nil {
+		return daemonError(err)
+	}
+	if asJSON {
+		return printJSON(res)
+	}
+	fmt.Printf("dropped %d object(s), %s; kept %d (%d pinned), %s of a %s budget\n",
+		res.Removed, humanBytes(res.FreedBytes), res.Objects, res.Pinned, humanBytes(res.StoredBytes), humanBytes(res.BudgetBytes))
+	return nil
 }
 
 func humanBytes(n int64) string {

@@ -17,12 +17,10 @@ import (
 
 // logOptions are the flags of `dshfs log`.
 type logOptions struct {
-	Paths  []string
-	Since  string
-	Limit  int
-	JSON   bool
-	Mount  string
-	single bool // one path, no --since: that file's versions
+	Paths []string
+	Since string
+	Limit int
+	JSON  bool
 }
 
 func logCommand() *cli.Command {
@@ -43,32 +41,27 @@ func logCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &o.JSON},
 		},
 		Action: func(c *cli.Context) error {
-			o.Paths, o.Mount = c.Args().Slice(), c.String("mount")
-			for i := range o.Paths {
-				o.Paths[i] = absPath(o.Paths[i])
-			}
-			o.single = len(o.Paths) == 1 && o.Since == ""
-			client, err := clientFor(c, first(o.Paths))
-			if err != nil {
-				return err
-			}
-			if o.single {
-				return runHistory(c.Context, client, o.Paths[0], o.JSON)
-			}
-			return runLog(c.Context, client, o)
+			o.Paths = absPaths(c.Args().Slice())
+			return runLog(c, o)
 		},
 	}
 }
 
-func first(s []string) string {
-	if len(s) == 0 {
-		return ""
+// runLog prints one file's versions (one path, no --since), or else the
+// workspace's changes.
+func runLog(c *cli.Context, o logOptions) error {
+	client, err := clientFor(c, first(o.Paths))
+	if err != nil {
+		return err
 	}
-	return s[0]
+	if len(o.Paths) == 1 && o.Since == "" {
+		return runHistory(c.Context, client, o.Paths[0], o.JSON)
+	}
+	return runChanges(c.Context, client, o)
 }
 
-// runLog prints the workspace's changes.
-func runLog(ctx context.Context, client *unixsocket.Client, o logOptions) error {
+// runChanges prints the workspace's changes.
+func runChanges(ctx context.Context, client *unixsocket.Client, o logOptions) error {
 	changes, err := client.Log(ctx, toolapi.SessionQuery{Since: o.Since, Paths: o.Paths, Limit: o.Limit})
 	if err != nil {
 		return daemonError(err)
@@ -121,7 +114,12 @@ func runHistory(ctx context.Context, client *unixsocket.Client, path string, asJ
 		fmt.Printf("no versions recorded for %s\n", path)
 		return nil
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	return printHistory(os.Stdout, h)
+}
+
+// printHistory is a file's versions as a table.
+func printHistory(w io.Writer, h []unixsocket.HistoryEntry) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tVERSION\tSIZE\tBYTES\tWRITER")
 	for _, e := range h {
 		v, size, kept := e.Version.Short(), strconv.FormatInt(e.Size, 10), "kept"

@@ -53,30 +53,20 @@ func mcpCommand() *cli.Command {
 }
 
 func runMCP(ctx context.Context, o mcpOptions) error {
-	socket, mount, actor := o.Socket, o.Mount, o.Actor
-	if err := toolapi.CheckActor(actor); err != nil {
+	if err := toolapi.CheckActor(o.Actor); err != nil {
 		return cli.Exit("--actor: "+err.Error(), exitUsage)
 	}
-	socket, cwd, err := toolTarget(socket, mount, "")
+	socket, cwd, err := toolTarget(o.Socket, o.Mount, "")
 	if err != nil {
 		return err
 	}
-	if actor == "" {
-		var b [6]byte
-		rand.Read(b[:])
-		actor = "mcp-" + hex.EncodeToString(b[:])
-	}
+	actor := sessionActor(o.Actor)
 	client := unixsocket.NewClient(socket)
 	defs, err := client.Tools(ctx)
 	if err != nil {
 		return daemonError(err)
 	}
-	// The harness that started this session runs the agent's shell
-	// commands as its children: their writes through the mount are this
-	// actor's too.
-	if err := client.RegisterProcess(ctx, actor, os.Getppid()); err != nil {
-		fmt.Fprintf(os.Stderr, "dshfs mcp: writes by the harness's processes will not name %s: %v\n", actor, err)
-	}
+	registerHarness(ctx, client, actor)
 	req := unixsocket.MCPRequest{Actor: actor, Cwd: cwd, StructuredContent: o.Structured}
 	state, err := handOver(ctx, client, req)
 	if err != nil {
@@ -86,6 +76,25 @@ func runMCP(ctx context.Context, o mcpOptions) error {
 		return nil // the daemon served the session to its end
 	}
 	return serveMCP(ctx, client, defs, req, state)
+}
+
+// registerHarness names actor as the writer of whatever the harness that
+// started this session writes through the mount: it runs the agent's shell
+// commands as its children.
+func registerHarness(ctx context.Context, client *unixsocket.Client, actor string) {
+	if err := client.RegisterProcess(ctx, actor, os.Getppid()); err != nil {
+		fmt.Fprintf(os.Stderr, "dshfs mcp: writes by the harness's processes will not name %s: %v\n", actor, err)
+	}
+}
+
+// sessionActor is the session's actor: the one named, else a fresh name.
+func sessionActor(named string) string {
+	if named != "" {
+		return named
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	return "mcp-" + hex.EncodeToString(b[:])
 }
 
 // handOver gives this process's standard input and output to the daemon,

@@ -21,26 +21,27 @@ func restoreCommand() *cli.Command {
 			if c.NArg() != 2 {
 				return cli.Exit("restore takes PATH and VERSION", exitUsage)
 			}
-			if err := checkVersions(c.Args().Get(1)); err != nil {
-				return err
-			}
-			path := absPath(c.Args().Get(0))
-			client, err := clientFor(c, path)
-			if err != nil {
-				return err
-			}
-			res, err := client.Restore(c.Context, unixsocket.RestoreRequest{Path: path, Version: c.Args().Get(1), Actor: actor})
-			if err != nil {
-				return daemonError(err)
-			}
-			if res.From == res.To {
-				fmt.Printf("%s is already at %s\n", res.Path, res.To.Short())
-				return nil
-			}
-			fmt.Printf("restored %s to %s (it was %s)\n", res.Path, res.To.Short(), describeVersion(res.From))
-			return nil
+			return runRestore(c, c.Args().Get(0), c.Args().Get(1), actor)
 		},
 	}
+}
+
+// runRestore makes version the content of the file at path again.
+func runRestore(c *cli.Context, path, version, actor string) error {
+	client, path, err := fileClient(c, path, version)
+	if err != nil {
+		return err
+	}
+	res, err := client.Restore(c.Context, unixsocket.RestoreRequest{Path: path, Version: version, Actor: actor})
+	if err != nil {
+		return daemonError(err)
+	}
+	if res.From == res.To {
+		fmt.Printf("%s is already at %s\n", res.Path, res.To.Short())
+		return nil
+	}
+	fmt.Printf("restored %s to %s (it was %s)\n", res.Path, res.To.Short(), describeVersion(res.From))
+	return nil
 }
 
 func describeVersion(v versionstore.Version) string {

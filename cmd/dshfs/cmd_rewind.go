@@ -9,10 +9,15 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
+// rewindOptions are the flags of `dshfs rewind`.
+type rewindOptions struct {
+	DryRun, JSON bool
+	Actor        string
+	Exclude      cli.StringSlice
+}
+
 func rewindCommand() *cli.Command {
-	var dryRun, asJSON bool
-	var actor string
-	var exclude cli.StringSlice
+	var o rewindOptions
 	return &cli.Command{
 		Name:      "rewind",
 		Usage:     "give every file changed since a checkpoint its version at the checkpoint",
@@ -27,56 +32,51 @@ func rewindCommand() *cli.Command {
 			"bytes at the checkpoint are not kept, is reported as a conflict and left alone; the exit status\n" +
 			"is then 1.",
 		Flags: []cli.Flag{mountFlag,
-			&cli.BoolFlag{Name: "dry-run", Usage: "say what would change, change nothing", Destination: &dryRun},
-			&cli.StringSliceFlag{Name: "exclude", Usage: "leave out what this pattern matches (repeatable)", Destination: &exclude},
-			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &asJSON},
-			&cli.StringFlag{Name: "actor", Usage: "who rewinds, for the history", Destination: &actor},
+			&cli.BoolFlag{Name: "dry-run", Usage: "say what would change, change nothing", Destination: &o.DryRun},
+			&cli.StringSliceFlag{Name: "exclude", Usage: "leave out what this pattern matches (repeatable)", Destination: &o.Exclude},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &o.JSON},
+			&cli.StringFlag{Name: "actor", Usage: "who rewinds, for the history", Destination: &o.Actor},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
 				return cli.Exit("rewind takes a checkpoint name (dshfs checkpoints lists them) and paths", exitUsage)
 			}
-			paths := c.Args().Tail()
-			for i := range paths {
-				paths[i] = absPath(paths[i])
-			}
-			client, err := clientFor(c, first(paths))
-			if err != nil {
-				return err
-			}
-			bar := newProgressBar(os.Stderr, "rewind")
-			res, err := client.Rewind(c.Context, unixsocket.RewindRequest{Checkpoint: c.Args().First(), DryRun: dryRun,
-				Actor: actor, Paths: paths, Exclude: exclude.Value()}, bar.update)
-			bar.done()
-			if err != nil {
-				return daemonError(err)
-			}
-			if asJSON {
-				if err := printJSON(res); err != nil {
-					return err
-				}
-			} else {
-				printRewind(os.Stdout, res)
-			}
-			if res.Conflicts > 0 {
-				return cli.Exit("", exitToolError)
-			}
-			return nil
+			return runRewind(c, o, c.Args().First(), absPaths(c.Args().Tail()))
 		},
 	}
+}
+
+// runRewind rewinds paths (none: the whole workspace) to checkpoint, and
+// says what it did; a conflict is exit status 1.
+func runRewind(c *cli.Context, o rewindOptions, checkpoint string, paths []string) error {
+	client, err := clientFor(c, first(paths))
+	if err != nil {
+		return err
+	}
+	bar := newProgressBar(os.Stderr, "rewind")
+	res, err := client.Rewind(c.Context, unixsocket.RewindRequest{Checkpoint: checkpoint, DryRun: o.DryRun,
+		Actor: o.Actor, Paths: paths, Exclude: o.Exclude.Value()}, bar.update)
+	bar.done()
+	if err != nil {
+		return daemonError(err)
+	}
+	if o.JSON {
+		if err := printJSON(res); err != nil {
+			return err
+		}
+	} else {
+		printRewind(os.Stdout, res)
+	}
+	if res.Conflicts > 0 {
+		return cli.Exit("", exitToolError)
+	}
+	return nil
 }
 
 // printRewind says what a rewind did or would do, a git repository's own
 // files apart.
 func printRewind(w io.Writer, res unixsocket.RewindResult) {
-	var work, git []unixsocket.RewindAction
-	for _, a := range res.Actions {
-		if a.InGit {
-			git = append(git, a)
-		} else {
-			work = append(work, a)
-		}
-	}
+	work, git := splitGit(res.Actions)
 	printActions(w, work, res.DryRun)
 	if len(git) > 0 {
 		fmt.Fprintf(w, "\nin .git/ (%d): git's own files; rewinding them undoes the commits, branch moves and staging made since %s.\n",
@@ -95,6 +95,19 @@ func printRewind(w io.Writer, res unixsocket.RewindResult) {
 		fmt.Fprintf(w, "rewound to %s: %d file(s) changed, %d conflict(s); undo with: dshfs rewind %s\n",
 			res.Checkpoint, len(res.Actions)-res.Conflicts, res.Conflicts, res.Before)
 	}
+}
+
+// splitGit separates the actions on a git repository's own files from the
+// others.
+func splitGit(actions []unixsocket.RewindAction) (work, git []unixsocket.RewindAction) {
+	for _, a := range actions {
+		if a.InGit {
+			git = append(git, a)
+		} else {
+			work = append(work, a)
+		}
+	}
+	return work, git
 }
 
 func printActions(w io.Writer, actions []unixsocket.RewindAction, dryRun bool) {

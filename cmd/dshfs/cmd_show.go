@@ -21,20 +21,21 @@ func showCommand() *cli.Command {
 			if c.NArg() != 1 || i <= 0 || i == len(arg)-1 {
 				return cli.Exit("show takes PATH@VERSION, e.g. show main.go@b3:1f2e3d4c", exitUsage)
 			}
-			if err := checkVersions(arg[i+1:]); err != nil {
-				return err
-			}
-			path := absPath(arg[:i])
-			client, err := clientFor(c, path)
-			if err != nil {
-				return err
-			}
-			data, err := client.Show(c.Context, "", path, arg[i+1:])
-			if err != nil {
-				return daemonError(err)
-			}
-			_, err = os.Stdout.Write(data)
-			return err
+			return runShow(c, arg[:i], arg[i+1:])
 		},
 	}
+}
+
+// runShow prints the bytes of the file at path at version.
+func runShow(c *cli.Context, path, version string) error {
+	client, path, err := fileClient(c, path, version)
+	if err != nil {
+		return err
+	}
+	data, err := client.Show(c.Context, "", path, version)
+	if err != nil {
+		return daemonError(err)
+	}
+	_, err = os.Stdout.Write(data)
+	return err
 }

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dshfs/dshfs/daemon"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/urfave/cli/v2"
 )
@@ -41,24 +42,19 @@ type statusEntry struct {
 }
 
 func runStatus(ctx context.Context, path string, asJSON bool) error {
-	all := listMounts()
+	all := daemon.ListMounts()
 	if path != "" {
-		e, ok := holding(all, absDir(path))
+		e, ok := daemon.Holding(all, absDir(path))
 		if !ok {
 			return cli.Exit(fmt.Sprintf("no dshfs mount holds %s", path), exitNotFound)
 		}
-		all = []mountEntry{e}
+		all = []daemon.Entry{e}
 	}
 	entries := make([]statusEntry, 0, len(all))
 	for _, e := range all {
 		entries = append(entries, statusOf(ctx, e))
 	}
-	var err error
-	if asJSON {
-		err = printJSON(entries)
-	} else {
-		err = printStatus(entries)
-	}
+	err := printEntries(entries, asJSON)
 	if err == nil && path != "" && entries[0].Note != "" {
 		return cli.Exit("", exitUnreachable)
 	}
@@ -66,8 +62,8 @@ func runStatus(ctx context.Context, path string, asJSON bool) error {
 }
 
 // statusOf asks e's daemon for its status, if this user can reach it.
-func statusOf(ctx context.Context, e mountEntry) statusEntry {
-	out := statusEntry{Status: unixsocket.Status{MountPoint: e.MountPoint, Backing: e.Backing}, UID: e.UID, Note: mountNote(e)}
+func statusOf(ctx context.Context, e daemon.Entry) statusEntry {
+	out := statusEntry{Status: unixsocket.Status{MountPoint: e.MountPoint, Backing: e.Backing}, UID: e.UID, Note: e.Note()}
 	if e.Err != nil {
 		return out
 	}
@@ -81,6 +77,14 @@ func statusOf(ctx context.Context, e mountEntry) statusEntry {
 	}
 	out.Status = st
 	return out
+}
+
+// printEntries prints the mounts as a table, or as JSON.
+func printEntries(entries []statusEntry, asJSON bool) error {
+	if asJSON {
+		return printJSON(entries)
+	}
+	return printStatus(entries)
 }
 
 func printStatus(entries []statusEntry) error {

@@ -1,14 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"syscall"
-	"time"
 
+	"github.com/dshfs/dshfs/daemon"
 	"github.com/urfave/cli/v2"
 )
 
@@ -23,54 +18,34 @@ func unmountCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return cli.Exit("unmount takes the mount point", exitUsage)
 			}
-			abs := absDir(c.Args().First())
-			for _, e := range listMounts() {
-				if e.MountPoint == abs {
-					return runUnmount(e)
-				}
-			}
-			return cli.Exit(fmt.Sprintf("no dshfs mount at %s; dshfs status lists the running mounts", abs), exitNotFound)
+			return runUnmount(absDir(c.Args().First()))
 		},
 	}
 }
 
-// runUnmount asks e's daemon to unmount (SIGTERM) and waits for it to exit;
-// a mount whose daemon is gone is detached.
-func runUnmount(e mountEntry) error {
-	if errors.Is(e.Err, syscall.ENOTCONN) {
-		if err := detachMount(e.MountPoint); err != nil {
-			return cli.Exit(fmt.Sprintf("%s has lost its daemon and could not be detached: %v", e.MountPoint, err), exitFailure)
-		}
-		fmt.Printf("dshfs: detached %s, whose daemon was gone\n", e.MountPoint)
-		return nil
+// runUnmount has the daemon of the mount at mnt unmount it and exit; a
+// mount whose daemon is gone is detached.
+func runUnmount(mnt string) error {
+	e, ok := mountAt(daemon.ListMounts(), mnt)
+	if !ok {
+		return cli.Exit(fmt.Sprintf("no dshfs mount at %s; dshfs status lists the running mounts", mnt), exitNotFound)
 	}
-	if err := reachable(e); err != nil {
-		return err
-	}
-	pid := e.Record.Pid
-	p, err := os.FindProcess(pid)
-	if err == nil {
-		err = p.Signal(syscall.SIGTERM)
-	}
+	detached, err := daemon.Stop(e)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("signal the daemon (pid %d): %v", pid, err), exitFailure)
+		return lookupExit(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if !processAlive(pid) {
-			if b, err := os.ReadFile(filepath.Join(e.Record.StateDir, unmountErrorFile)); err == nil {
-				return cli.Exit(fmt.Sprintf("the daemon (pid %d) exited, but: %s", pid, strings.TrimSpace(string(b))), exitFailure)
-			}
-			return nil
-		}
+	if detached {
+		fmt.Printf("dshfs: detached %s, whose daemon was gone\n", e.MountPoint)
 	}
-	return cli.Exit(fmt.Sprintf("the daemon (pid %d) did not exit within 30 s", pid), exitFailure)
+	return nil
 }
 
-// processAlive reports whether pid is a running process.
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
+// mountAt is the mount of all whose mount point is mnt.
+func mountAt(all []daemon.Entry, mnt string) (daemon.Entry, bool) {
+	for _, e := range all {
+		if e.MountPoint == mnt {
+			return e, true
+		}
 	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || err == syscall.EPERM
+	return daemon.Entry{}, false
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/dshfs/dshfs/daemon"
 	"github.com/urfave/cli/v2"
 )
 
@@ -40,5 +43,22 @@ func TestExitStatus(t *testing.T) {
 		if got := run(strings.Fields(args)); got != want {
 			t.Errorf("%s: exit %d, want %d", args, got, want)
 		}
+	}
+}
+
+// The registry's errors keep their exit statuses: no mount 4, a daemon
+// that cannot be reached 5, anything else a failure; the message is the
+// registry's sentence.
+func TestLookupExit(t *testing.T) {
+	gone := daemon.Entry{MountPoint: "/mnt/a", Backing: "/src/a", Err: syscall.ENOTCONN}
+	noMount := fmt.Errorf("no dshfs mount holds /x: %w", daemon.ErrNoMount)
+	for err, want := range map[error]int{noMount: exitNotFound, gone.Reachable(): exitUnreachable, errors.New("disk on fire"): exitFailure} {
+		got := lookupExit(err)
+		if exitCode(got) != want || got.Error() != err.Error() {
+			t.Errorf("%v: exit %d (%q), want %d", err, exitCode(got), got, want)
+		}
+	}
+	if lookupExit(nil) != nil {
+		t.Error("no error is an error")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
+	"golang.org/x/term"
 )
 
 // progressBar draws a one-line bar on a terminal and nothing otherwise.
@@ -18,7 +19,7 @@ type progressBar struct {
 }
 
 func newProgressBar(f *os.File, label string) *progressBar {
-	return &progressBar{w: f, label: label, on: isTerminal(f)}
+	return &progressBar{w: f, label: label, on: term.IsTerminal(int(f.Fd()))}
 }
 
 func (p *progressBar) update(pr unixsocket.Progress) {

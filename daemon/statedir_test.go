@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"crypto/sha256"
@@ -19,7 +19,7 @@ func TestDefaultStateDir(t *testing.T) {
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dir, err := defaultStateDir(ws)
+	dir, err := DefaultStateDir(ws)
 	if err != nil || !regexp.MustCompile(`/dshfs/my_project-[0-9a-f]{8}$`).MatchString(dir) {
 		t.Fatalf("state directory %q, %v", dir, err)
 	}
@@ -32,7 +32,7 @@ func TestDefaultStateDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(legacy, "index.db"), []byte("index"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := defaultStateDir(ws); err != nil || got != dir {
+	if got, err := DefaultStateDir(ws); err != nil || got != dir {
 		t.Fatalf("with a legacy directory: %q, %v; want %q", got, err, dir)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "index.db")); err != nil || string(b) != "index" {

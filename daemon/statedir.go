@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"crypto/sha256"
@@ -11,13 +11,13 @@ import (
 	"unicode"
 )
 
-// defaultStateDir is where a workspace's index lives: outside the workspace,
+// DefaultStateDir is where a workspace's index lives: outside the workspace,
 // under the user's state directory, one folder per real workspace path,
 // named so a person can tell them apart: <last element>-<8 hex digits of a
 // hash of the whole path>, e.g. ws-1f2e3d4c. A folder of the old name
 // (ws-<16 hex digits>, whatever the workspace) is moved to the new name,
 // unless a mount still uses it.
-func defaultStateDir(workspace string) (string, error) {
+func DefaultStateDir(workspace string) (string, error) {
 	real, err := filepath.EvalSymlinks(workspace)
 	if err != nil {
 		return "", fmt.Errorf("resolve workspace: %w", err)
@@ -32,16 +32,23 @@ func defaultStateDir(workspace string) (string, error) {
 	if _, err := os.Stat(dir); err == nil || !isDir(legacy) {
 		return dir, nil
 	}
+	return fromLegacy(legacy, dir, real), nil
+}
+
+// fromLegacy moves the state directory of the workspace real from its old
+// name, legacy, to dir, and returns where it is now: still legacy if a
+// mount uses it (its daemon serves its socket there) or it cannot move.
+func fromLegacy(legacy, dir, real string) string {
 	for _, m := range systemMounts() {
 		if m.Backing == real {
-			return legacy, nil // its daemon serves its socket there
+			return legacy
 		}
 	}
 	if err := os.Rename(legacy, dir); err != nil {
-		return legacy, nil
+		return legacy
 	}
 	fmt.Fprintf(os.Stderr, "dshfs: moved the state directory %s to %s\n", legacy, dir)
-	return dir, nil
+	return dir
 }
 
 // stateName is the readable part of a state directory's name: the

@@ -1,12 +1,13 @@
-package main
+package daemon
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // A missing mount point is made; one that holds files is refused unless
@@ -14,9 +15,9 @@ import (
 func TestPrepareMountpoint(t *testing.T) {
 	backing, dir := t.TempDir(), t.TempDir()
 	mnt := filepath.Join(dir, "a", "mnt")
-	got, err := prepareMountpoint(backing, mnt, false)
-	if err != nil || got != mnt {
-		t.Fatalf("missing mount point: %q, %v", got, err)
+	got, made, err := PrepareMountPoint(backing, mnt, false)
+	if err != nil || got != mnt || made != mnt {
+		t.Fatalf("missing mount point: %q (made %q), %v", got, made, err)
 	}
 	if fi, err := os.Stat(mnt); err != nil || !fi.IsDir() {
 		t.Fatalf("the mount point was not made: %v", err)
@@ -24,15 +25,15 @@ func TestPrepareMountpoint(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(mnt, "kept.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = prepareMountpoint(backing, mnt, false)
+	_, _, err = PrepareMountPoint(backing, mnt, false)
 	if err == nil || !strings.Contains(err.Error(), "is not empty (it holds kept.txt)") || !strings.Contains(err.Error(), "pass --nonempty") {
 		t.Fatalf("non-empty mount point: %v", err)
 	}
-	if _, err := prepareMountpoint(backing, mnt, true); err != nil {
+	if _, made, err := PrepareMountPoint(backing, mnt, true); err != nil || made != "" {
 		t.Fatalf("non-empty mount point with --nonempty: %v", err)
 	}
 	inner := filepath.Join(backing, "inner")
-	if _, err := prepareMountpoint(backing, inner, false); err == nil || !strings.Contains(err.Error(), "inside the backing directory") {
+	if _, _, err := PrepareMountPoint(backing, inner, false); err == nil || !strings.Contains(err.Error(), "inside the backing directory") {
 		t.Fatalf("mount point inside the backing directory: %v", err)
 	}
 	if _, err := os.Stat(inner); err == nil {
@@ -53,23 +54,21 @@ func TestExplainMountFailure(t *testing.T) {
 	}
 }
 
-// Help shows each flag's default once: urfave/cli prints it from Value or
-// DefaultText, so no Usage says it again.
-func TestHelpDefaultsOnce(t *testing.T) {
-	app := newApp()
-	for _, c := range app.Commands {
-		var buf bytes.Buffer
-		app.Writer = &buf
-		if err := app.Run([]string{"dshfs", "help", c.Name}); err != nil {
-			t.Fatal(err)
+// Only a FUSE filesystem's root is refused as a mount point: the root of a
+// tmpfs (or of another disk) is a fine place to mount dshfs on.
+func TestMountPointOnAnotherFilesystem(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI runs as root: this test must run")
 		}
-		if !strings.Contains(buf.String(), "--help, -h") {
-			t.Fatalf("dshfs help %s printed %q", c.Name, buf.String())
-		}
-		for _, line := range strings.Split(buf.String(), "\n") {
-			if strings.Count(line, "(default:") > 1 {
-				t.Errorf("dshfs %s --help: %q", c.Name, strings.TrimSpace(line))
-			}
-		}
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(dir, unix.MNT_DETACH)
+	if err := notMounted(dir); err != nil {
+		t.Fatalf("a tmpfs root refused: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/dshfs/dshfs/fusefs"
 	"github.com/dshfs/dshfs/mcptools"
 	"github.com/dshfs/dshfs/policy"
 	"github.com/dshfs/dshfs/toolapi"
@@ -15,64 +14,81 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// serveSocket serves the tools of a mounted workspace on the socket in its
+// serve serves the tools of the mounted workspace on the socket in its
 // state directory (the mount's root names it: see registry.go). The
 // returned function stops serving.
-func serveSocket(store *versionstore.Store, fsys *fusefs.FS, o mountOptions, backing, mnt string, log *slog.Logger) (string, func(), error) {
-	var pol *policy.Policy
-	if !o.NoPolicy {
-		var err error
-		if pol, err = policy.New(store.DB(), policy.Options{}); err != nil {
-			return "", nil, err
-		}
-	}
-	svc, err := toolapi.New(store, pol, toolapi.Config{MountPoint: mnt, MaxImageBytes: o.MaxImageSize})
+func (m *mount) serve() (func(), error) {
+	svc, pol, err := Tools(m.store, m.cfg.NoPolicy, toolapi.Config{MountPoint: m.cfg.MountPoint, MaxImageBytes: m.cfg.MaxImageBytes})
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	socket := socketPath(o.StateDir)
-	srv := unixsocket.NewServer(unixsocket.Config{
-		Tools:  svc,
-		Logger: log,
-		Status: func() unixsocket.Status {
-			st := unixsocket.Status{MountPoint: mnt, Backing: backing, Socket: socket, StateDir: o.StateDir}
-			if s, err := store.Stats(); err == nil {
-				st.FilesIndexed, st.DirtyFiles = s.Files, s.Dirty
-			}
-			if pol != nil {
-				st.Actors = actorSummary(pol)
-			}
-			return st
-		},
-		Store:           store,
-		MCP:             mcpSessions(svc),
-		RegisterProcess: func(actor string, pid int) error { return fsys.Actors().Register(pid, actor) },
-	})
-	l, err := unixsocket.Listen(socket)
+	m.socket = socketPath(m.cfg.StateDir)
+	srv := m.server(svc, pol)
+	l, err := unixsocket.Listen(m.socket)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	go func() {
 		if err := srv.Serve(l); err != nil {
-			log.Error("serve socket", "err", err)
+			m.log.Error("serve socket", "err", err)
 		}
 	}()
 	stopForgetting := func() {}
 	if pol != nil {
-		stopForgetting = forgetIdleActors(pol, o.ForgetActors, log)
+		stopForgetting = forgetIdleActors(pol, m.cfg.ForgetActors, m.log)
 	}
-	return socket, func() {
+	return func() {
 		stopForgetting()
 		l.Close()
 	}, nil
 }
 
+// server is the socket's server of svc's tools, the mount's status and
+// MCP sessions.
+func (m *mount) server(svc *toolapi.Service, pol *policy.Policy) *unixsocket.Server {
+	return unixsocket.NewServer(unixsocket.Config{
+		Tools:           svc,
+		Logger:          m.log,
+		Status:          m.status(pol),
+		Store:           m.store,
+		MCP:             mcpSessions(svc, m.cfg.Version),
+		RegisterProcess: func(actor string, pid int) error { return m.fsys.Actors().Register(pid, actor) },
+	})
+}
+
+// Tools are the tools over store, with the read-before-write policy (its
+// observations kept in the store's index) unless noPolicy; pol is nil
+// without it.
+func Tools(store *versionstore.Store, noPolicy bool, cfg toolapi.Config) (svc *toolapi.Service, pol *policy.Policy, err error) {
+	if !noPolicy {
+		if pol, err = policy.New(store.DB(), policy.Options{}); err != nil {
+			return nil, nil, err
+		}
+	}
+	svc, err = toolapi.New(store, pol, cfg)
+	return svc, pol, err
+}
+
+// status is what the socket's status route reports.
+func (m *mount) status(pol *policy.Policy) func() unixsocket.Status {
+	return func() unixsocket.Status {
+		st := unixsocket.Status{MountPoint: m.cfg.MountPoint, Backing: m.cfg.Backing, Socket: m.socket, StateDir: m.cfg.StateDir}
+		if s, err := m.store.Stats(); err == nil {
+			st.FilesIndexed, st.DirtyFiles = s.Files, s.Dirty
+		}
+		if pol != nil {
+			st.Actors = actorSummary(pol)
+		}
+		return st
+	}
+}
+
 // mcpSessions serves the MCP sessions `dshfs mcp` hands the daemon, calling
 // the tools in this process.
-func mcpSessions(svc *toolapi.Service) func(context.Context, unixsocket.MCPSession) error {
+func mcpSessions(svc *toolapi.Service, version string) func(context.Context, unixsocket.MCPSession) error {
 	return func(ctx context.Context, s unixsocket.MCPSession) error {
 		server := mcptools.NewServer(svc.Tools(), mcptools.FromService(svc, s.Actor, s.Cwd), mcptools.Options{
-			Version:    buildVersion(),
+			Version:    version,
 			Structured: s.StructuredContent,
 			OnInitialized: func(p *mcp.InitializeParams) {
 				if b, err := json.Marshal(p); err == nil {
@@ -101,7 +117,7 @@ func actorSummary(pol *policy.Policy) unixsocket.ActorSummary {
 // until the returned function is called.
 func forgetIdleActors(pol *policy.Policy, idle time.Duration, log *slog.Logger) func() {
 	if idle <= 0 {
-		idle = defaultForgetActors
+		idle = DefaultForgetActors
 	}
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {

@@ -1,0 +1,133 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// recoverStaleMount detaches a FUSE mount whose daemon died: the kernel
+// answers ENOTCONN for it, and nothing can be mounted over it until it goes.
+func recoverStaleMount(mnt string) error {
+	// statfs always asks the filesystem; a stat of the mount point may be
+	// answered from the kernel's cache of a dead mount.
+	var st syscall.Statfs_t
+	err := syscall.Statfs(mnt, &st)
+	if !errors.Is(err, syscall.ENOTCONN) {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("mount point: %w", err)
+		}
+		return nil
+	}
+	if err := detachMount(mnt); err != nil {
+		return fmt.Errorf("mount point %s is a dead mount and could not be detached: %w", mnt, err)
+	}
+	return nil
+}
+
+// notMounted refuses a mount point that already has a filesystem mounted
+// on it (a running dshfs, say): a second mount would hide the first, whose
+// tools would then change files nobody sees, and whose unmount would hang.
+// Only a FUSE filesystem's root is refused: the root of a tmpfs or another
+// disk is a fine place to mount on.
+func notMounted(mnt string) error {
+	var st, parent syscall.Stat_t
+	if err := syscall.Stat(mnt, &st); err != nil {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	if err := syscall.Stat(filepath.Dir(mnt), &parent); err != nil {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	var fsst syscall.Statfs_t
+	if err := syscall.Statfs(mnt, &fsst); err != nil {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	if st.Dev != parent.Dev && mnt != filepath.Dir(mnt) && isFuse(&fsst) {
+		return fmt.Errorf("mount point %s is already a mount point (a FUSE filesystem); unmount it first", mnt)
+	}
+	return nil
+}
+
+// PrepareMountPoint checks the mount point before anything is mounted on
+// it, and returns its real path: a dead mount left there is detached, a
+// missing directory is made (made is then its absolute path, even when a
+// later check fails), and one that is inside the backing directory,
+// already a FUSE mount, or (unless nonempty) holds files is refused.
+func PrepareMountPoint(backing, mountpoint string, nonempty bool) (mnt, made string, err error) {
+	if mnt, err = filepath.Abs(mountpoint); err != nil {
+		return "", "", err
+	}
+	if within(backing, mnt) {
+		return "", "", fmt.Errorf("mount point %s is inside the backing directory %s; choose a mount point outside it", mnt, backing)
+	}
+	if err := recoverStaleMount(mnt); err != nil {
+		return "", "", err
+	}
+	if _, err := os.Lstat(mnt); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(mnt, 0o755); err != nil {
+			return "", "", fmt.Errorf("make the mount point: %w", err)
+		}
+		made = mnt
+	}
+	if real, err := filepath.EvalSymlinks(mnt); err == nil {
+		mnt = real // registered, and listed by the kernel, under its real path
+	}
+	return mnt, made, checkMountPoint(mnt, nonempty)
+}
+
+// checkMountPoint refuses a mount point that is already a FUSE mount, is
+// no directory, or (unless nonempty) holds files.
+func checkMountPoint(mnt string, nonempty bool) error {
+	if err := notMounted(mnt); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(mnt); err != nil || !fi.IsDir() {
+		return fmt.Errorf("mount point %s is not a directory", mnt)
+	}
+	if !nonempty {
+		return checkEmpty(mnt)
+	}
+	return nil
+}
+
+// BackingDir is the real path of the backing directory: the mount is
+// registered, and found by the CLI, under it.
+func BackingDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("backing directory %s is not a directory; make it first (mkdir -p %s)", dir, dir)
+	}
+	return abs, nil
+}
+
+// checkEmpty refuses a mount point that holds files: the mount would hide
+// them until it is unmounted.
+func checkEmpty(mnt string) error {
+	d, err := os.Open(mnt)
+	if err != nil {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(3)
+	if err != nil && err != io.EOF {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	if len(names) == 3 {
+		names[2] = "…"
+	}
+	return fmt.Errorf("mount point %s is not empty (it holds %s), and the mount would hide what it holds; choose an empty directory, or pass --nonempty to mount over it", mnt, strings.Join(names, ", "))
+}

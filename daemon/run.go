@@ -1,0 +1,200 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/dshfs/dshfs/fusefs"
+	"github.com/dshfs/dshfs/versionstore"
+)
+
+// unmountErrorFile, in the state directory, says why the last unmount on a
+// signal failed (Stop reads it).
+const unmountErrorFile = "unmount-error"
+
+// mount is a running daemon: the store, the mount over it and the socket.
+type mount struct {
+	cfg    Config
+	log    *slog.Logger
+	store  *versionstore.Store
+	fsys   *fusefs.FS
+	socket string
+}
+
+// Run mounts cfg.Backing at cfg.MountPoint, serves its tools, and returns
+// once it is unmounted: on SIGINT, SIGTERM or SIGHUP, or from outside.
+// Readiness, or why there is none, goes to ready (nil: nobody waits, and
+// Run says on standard error that it is serving).
+// oneProcessor runs the daemon's Go code on one processor (P) unless
+// GOMAXPROCS says otherwise. A FUSE daemon's goroutines spend their lives
+// blocked in reads of /dev/fuse and in system calls on the backing files;
+// with a second P the runtime hands Ps between threads and wakes spinning
+// ones around every request: extracting 12,000 files took 24 context
+// switches and about 500 µs of daemon CPU a file with two, 13 (the C
+// loopback's count) and about 300 µs with one (BENCHMARKS.md, "daemon
+// CPU"). It must run before the mount: go-fuse sizes its readers by it.
+func oneProcessor() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+}
+
+func Run(cfg Config, ready *Ready) error {
+	err := run(cfg, ready)
+	if err != nil {
+		ready.Report(err) // the waiting parent prints it, unless it was told "ok"
+	}
+	return err
+}
+
+func run(cfg Config, ready *Ready) error {
+	oneProcessor()
+	if err := cfg.resolveStateDir(); err != nil {
+		return err
+	}
+	// The kernel applies the caller's umask before a create reaches the
+	// daemon; the daemon must not apply its own again. New files written by
+	// the tools still get the umask dshfs was started with.
+	umask := os.FileMode(syscall.Umask(0))
+	m := &mount{cfg: cfg, log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	fileLimit, err := raiseFileLimit()
+	if err != nil {
+		m.log.Warn("raise the open-file limit", "err", err, "limit", fileLimit)
+	}
+	sig := catchSignals()
+	defer signal.Stop(sig)
+	stop, err := m.start(umask)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	os.Remove(filepath.Join(cfg.StateDir, unmountErrorFile))
+	m.log.Info("mounted", "backing", cfg.Backing, "mountpoint", cfg.MountPoint, "state", cfg.StateDir, "socket", m.socket,
+		"open_file_limit", fileLimit, "passthrough", m.fsys.Passthrough())
+	if !ready.Report(nil) {
+		fmt.Fprintf(os.Stderr, "dshfs: %s mounted at %s, tools on %s (Ctrl-C to unmount)\n", cfg.Backing, cfg.MountPoint, m.socket)
+	}
+	return m.wait(sig)
+}
+
+// resolveStateDir makes the state directory absolute, the default one if
+// none is named: clients anywhere read it from the mount's record.
+func (cfg *Config) resolveStateDir() error {
+	var err error
+	if cfg.StateDir == "" {
+		if cfg.StateDir, err = DefaultStateDir(cfg.Backing); err != nil {
+			return err
+		}
+	}
+	cfg.StateDir, err = filepath.Abs(cfg.StateDir)
+	return err
+}
+
+// catchSignals catches the signals that unmount. They are caught before
+// the mount exists: a SIGTERM that arrives as soon as the mount appears
+// must still unmount cleanly. SIGHUP (the terminal of a --foreground
+// daemon closing) unmounts cleanly too.
+func catchSignals() chan os.Signal {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	if !signal.Ignored(syscall.SIGHUP) { // under nohup it stays ignored
+		signal.Notify(sig, syscall.SIGHUP)
+	}
+	return sig
+}
+
+// start opens the store, mounts it and serves its tools; the returned
+// function stops the baseline and the serving and closes the store.
+func (m *mount) start(umask os.FileMode) (func(), error) {
+	store, err := m.openStore(umask)
+	if err != nil {
+		return nil, err
+	}
+	m.store = store
+	if err := m.mountFS(); err != nil {
+		store.Close()
+		return nil, err
+	}
+	stopServing, err := m.serve()
+	if err != nil {
+		m.fsys.Unmount()
+		store.Close()
+		return nil, err
+	}
+	stopBaseline := startBaseline(store, m.cfg.Baseline, m.log)
+	return func() { stopBaseline(); stopServing(); store.Close() }, nil
+}
+
+func (m *mount) openStore(umask os.FileMode) (*versionstore.Store, error) {
+	return versionstore.Open(m.cfg.Backing, filepath.Join(m.cfg.StateDir, "index.db"), versionstore.Options{
+		Umask:      &umask,
+		AliasRoots: []string{m.cfg.MountPoint},
+		OnPublish:  func(key string) { m.fsys.Invalidate(key) },
+		Logger:     m.log,
+
+		CaptureMaxBytes: m.cfg.KeepMaxBytes,
+		RetainBytes:     m.cfg.RetainBytes,
+		RetainAge:       m.cfg.RetainAge,
+	})
+}
+
+// mountFS mounts the store, saying why not in fusermount3's own words.
+func (m *mount) mountFS() error {
+	logged := logSize(m.cfg.StateDir)
+	fsys, err := fusefs.Mount(m.cfg.MountPoint, m.store, fusefs.Options{AllowOther: m.cfg.AllowOther, CacheTimeout: m.cfg.CacheTimeout,
+		Debug: m.cfg.Debug, Logger: m.log, NoPassthrough: m.cfg.NoPassthrough, DaemonInfo: record(m.cfg)})
+	if err != nil {
+		return explainMountFailure(err, fusermountSaid(m.cfg.StateDir, logged), m.cfg.AllowOther)
+	}
+	m.fsys = fsys
+	return nil
+}
+
+// wait returns once the mount is gone: unmounted on a signal, or from
+// outside.
+func (m *mount) wait(sig <-chan os.Signal) error {
+	done := make(chan struct{})
+	go func() { m.fsys.Wait(); close(done) }()
+	select {
+	case s := <-sig:
+		m.log.Info("unmounting", "signal", s.String())
+		if err := m.fsys.Unmount(); err != nil {
+			// For `dshfs unmount`, which waits for this process to end.
+			os.WriteFile(filepath.Join(m.cfg.StateDir, unmountErrorFile), []byte(err.Error()+"\n"), 0o600)
+			return err
+		}
+	case <-done:
+		m.log.Info("unmounted from outside")
+	}
+	return nil
+}
+
+// startBaseline, if on, indexes the whole workspace in the background, as
+// the first checkpoint would: afterwards every file's bytes are kept and a
+// checkpoint costs an lstat a file. The returned function stops it.
+func startBaseline(store *versionstore.Store, on bool, log *slog.Logger) func() {
+	if !on {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t0 := time.Now()
+		st, err := store.Sync(ctx, nil)
+		if err != nil {
+			log.Warn("index the workspace", "err", err)
+			return
+		}
+		log.Info("indexed the workspace", "files", st.Files, "read", st.Read, "kept_bytes", st.Kept,
+			"not_kept", st.Skipped, "took", time.Since(t0).Round(time.Millisecond))
+	}()
+	return func() { cancel(); <-done }
+}
