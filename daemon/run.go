@@ -32,6 +32,14 @@ type mount struct {
 // once it is unmounted: on SIGINT, SIGTERM or SIGHUP, or from outside.
 // Readiness, or why there is none, goes to ready (nil: nobody waits, and
 // Run says on standard error that it is serving).
+func Run(cfg Config, ready *Ready) error {
+	err := run(cfg, ready)
+	if err != nil {
+		ready.Report(err) // the waiting parent prints it, unless it was told "ok"
+	}
+	return err
+}
+
 // oneProcessor runs the daemon's Go code on one processor (P) unless
 // GOMAXPROCS says otherwise. A FUSE daemon's goroutines spend their lives
 // blocked in reads of /dev/fuse and in system calls on the backing files;
@@ -44,14 +52,6 @@ func oneProcessor() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
-}
-
-func Run(cfg Config, ready *Ready) error {
-	err := run(cfg, ready)
-	if err != nil {
-		ready.Report(err) // the waiting parent prints it, unless it was told "ok"
-	}
-	return err
 }
 
 func run(cfg Config, ready *Ready) error {
