@@ -1,5 +1,8 @@
 package fusefs
 
+// Directory entries other than regular files opened or created: mkdir,
+// mknod, symlink, link, unlink, rmdir.
+
 import (
 	"context"
 	"errors"
@@ -11,43 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// bornMode is the mode a daemon running as root creates an entry with:
-// without set-id bits, which would make it, for a moment, root's set-id
-// file; giveToCaller puts them back once the entry is the caller's.
-func bornMode(mode uint32) uint32 {
-	if os.Geteuid() != 0 {
-		return mode
-	}
-	return mode &^ (syscall.S_ISUID | syscall.S_ISGID)
-}
-
-// giveToCaller makes the new entry r the calling user's, as a normal
-// filesystem would, when the daemon runs as root: by descriptor, so it is
-// the entry just made whatever its name holds by now, and with the set-id
-// bits of mode it was made without (bornMode). In a set-group-ID
-// directory its group stays the directory's, which it got when made.
-func giveToCaller(ctx context.Context, r nodeRef, mode uint32) error {
-	c, ok := fuse.FromContext(ctx)
-	if os.Geteuid() != 0 || !ok {
-		return nil
-	}
-	gid := int(c.Gid)
-	var dir unix.Stat_t
-	if err := unix.Fstat(r.dir, &dir); err != nil {
-		return err
-	}
-	if dir.Mode&syscall.S_ISGID != 0 {
-		gid = -1
-	}
-	if err := r.chown(int(c.Uid), gid); err != nil {
-		return err
-	}
-	if mode&syscall.S_IFMT != syscall.S_IFDIR && mode&(syscall.S_ISUID|syscall.S_ISGID) != 0 {
-		return r.chmod(mode & 0o7777)
-	}
-	return nil
-}
-
 // entryFd stats the entry open at fd (any kind of descriptor) and makes
 // its inode.
 func (n *node) entryFd(ctx context.Context, fd int, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -57,70 +23,6 @@ func (n *node) entryFd(ctx context.Context, fd int, out *fuse.EntryOut) (*fs.Ino
 	}
 	fillAttr(&out.Attr, &st)
 	return n.newChild(ctx, &st, generation(fd, "")), 0
-}
-
-var _ = (fs.NodeCreater)((*node)(nil))
-
-func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	n.fsys.writers.moves.RLock() // as an open for writing does: the directory stays put
-	defer n.fsys.writers.moves.RUnlock()
-	key, ok := n.childKey(name)
-	if !ok {
-		return nil, nil, 0, syscall.ENOENT
-	}
-	fd, done, errno := n.dirFd()
-	if errno != 0 {
-		return nil, nil, 0, errno
-	}
-	defer done()
-	unlock := n.fsys.store.Locks().Lock(key)
-	defer unlock()
-	ffd, errno := n.createFile(ctx, fd, name, flags, mode)
-	if errno != 0 {
-		return nil, nil, 0, errno
-	}
-	n.fsys.logErr("give a new file to its creator", key, giveToCaller(ctx, nodeRef{ffd, fd, name}, mode))
-	n.fsys.store.Created(key)
-	var st unix.Stat_t
-	if err := unix.Fstat(ffd, &st); err != nil {
-		unix.Close(ffd)
-		return nil, nil, 0, toErrno(err)
-	}
-	fillAttr(&out.Attr, &st)
-	child := n.newChild(ctx, &st, generation(ffd, ""))
-	h := newHandle(child.Operations().(*node), ffd, flags)
-	h.changed(ctx, key, false)
-	n.fsys.writers.owe(h.n) // a new file owes a version
-	return child, h, h.openFlags(), 0
-}
-
-// createFile creates dirfd/name, which must not exist, and opens it with
-// the CREATE request's flags, for the caller.
-//
-// The kernel sends CREATE only for a name it believes absent: a negative
-// entry it trusts, or a lookup that found nothing. A file there now means
-// its view is stale (the file was made straight in the backing directory
-// while the watcher ignored the name, within 100 ms of a change through
-// the mount, or its events overflowed). Opening that file would bypass
-// every permission check, as root, and handing it to the caller would give
-// them someone else's file. So the create is exclusive, and an existing
-// file is answered EEXIST if the caller asked for O_EXCL, else ESTALE: the
-// VFS then retries the whole open once with LOOKUP_REVAL, FUSE drops the
-// negative entry and looks the name up, and the open of the file it finds
-// is checked against that file's own mode and owner (default_permissions).
-func (n *node) createFile(ctx context.Context, dirfd int, name string, flags, mode uint32) (int, syscall.Errno) {
-	n.noteSelfChild(name)
-	// The kernel supplies O_APPEND offsets itself; a new file has nothing
-	// to truncate.
-	open := flags&^(syscall.O_APPEND|syscall.O_TRUNC|fuse.FMODE_EXEC) | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
-	fd, err := unix.Openat(dirfd, name, int(open), bornMode(mode))
-	switch {
-	case errors.Is(err, unix.EEXIST) && flags&syscall.O_EXCL == 0:
-		return -1, syscall.ESTALE
-	case err != nil:
-		return -1, toErrno(err)
-	}
-	return fd, 0
 }
 
 var _ = (fs.NodeMkdirer)((*node)(nil))

@@ -1,5 +1,8 @@
 package fusefs
 
+// SETATTR: chmod, chown, utimens and truncation, with an open handle or
+// without, and the set-id bits the kernel leaves to the daemon (killpriv.go).
+
 import (
 	"context"
 	"syscall"
@@ -138,4 +141,27 @@ func (n *node) truncateRef(ctx context.Context, r nodeRef, size int64) syscall.E
 	}
 	n.fsys.refresh(n, key, writer(ctx))
 	return 0
+}
+
+var _ = (fs.FileSetattrer)((*handle)(nil))
+
+func (h *handle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	var errno syscall.Errno
+	if _, ok := in.GetSize(); !ok {
+		errno = h.LoopbackFile.Setattr(ctx, in, out)
+	} else {
+		errno = h.mutate(ctx, func() syscall.Errno { return h.LoopbackFile.Setattr(ctx, in, out) })
+	}
+	if errno != 0 || !killsPriv(ctx, in) {
+		return errno
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(h.fd, &st); err != nil {
+		return toErrno(err)
+	}
+	changed, errno := killPriv(ctx, &st, func(mode uint32) error { return unix.Fchmod(h.fd, mode) })
+	if errno != 0 || !changed {
+		return errno
+	}
+	return h.LoopbackFile.Getattr(ctx, out)
 }
