@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -261,4 +262,68 @@ func listXattrs(p string) ([]string, error) {
 		}
 		return strings.FieldsFunc(string(buf[:k]), func(r rune) bool { return r == 0 }), nil
 	}
+}
+
+// Every ioctl on a file opened through the mount was run by the daemon on
+// the backing descriptor, as root, so the filesystem's capability checks
+// passed for anyone: here EXT4_IOC_CHECKPOINT in its dry run, which needs
+// CAP_SYS_ADMIN and changes nothing (EXT4_IOC_SHUTDOWN would have taken
+// the backing filesystem down). The file attribute ioctls of lsattr and
+// chattr, which the kernel checks against the caller, still work.
+func TestIoctlsRunOnlyAsTheCallerMay(t *testing.T) {
+	const ext4IocCheckpoint, dryRun = 0x4004662b, 4 // _IOW('f', 43, __u32)
+	const nodump, immutable = 0x40, 0x10            // FS_NODUMP_FL, FS_IMMUTABLE_FL
+	m := mountShared(t)
+	t.Cleanup(func() { // were the file made immutable, t.TempDir could not remove it
+		unix.IoctlSetPointerInt(openFd(t, filepath.Join(m.backing, "pub/f")), unix.FS_IOC_SETFLAGS, 0)
+	})
+	var ckpt, get, set, setImmutable error
+	asNobody(t, func() {
+		f, err := os.OpenFile(filepath.Join(m.mnt, "pub/f"), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			ckpt = err
+			return
+		}
+		defer f.Close()
+		fd := int(f.Fd())
+		flags := uint32(dryRun)
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), ext4IocCheckpoint, uintptr(unsafe.Pointer(&flags))); e != 0 {
+			ckpt = e
+		}
+		var attrs uint32
+		attrs, get = unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+		set = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(attrs|nodump))
+		setImmutable = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(attrs|immutable))
+	})
+	if ckpt == nil || !errors.Is(ckpt, syscall.ENOTTY) && !errors.Is(ckpt, syscall.EPERM) {
+		t.Errorf("EXT4_IOC_CHECKPOINT as nobody: %v, want ENOTTY or EPERM (it needs CAP_SYS_ADMIN)", ckpt)
+	}
+	if get != nil || set != nil {
+		t.Errorf("lsattr and chattr +d of one's own file: %v, %v", get, set)
+	}
+	if !errors.Is(setImmutable, syscall.EPERM) {
+		t.Errorf("chattr +i of one's own file as nobody: %v, want EPERM", setImmutable)
+	}
+	got, err := unix.IoctlGetUint32(openFd(t, filepath.Join(m.backing, "pub/f")), unix.FS_IOC_GETFLAGS)
+	if err != nil || got&nodump == 0 || got&immutable != 0 {
+		t.Errorf("the backing file's flags are %#x (%v), want nodump and not immutable", got, err)
+	}
+}
+
+// openFd opens p for reading until the test ends.
+func openFd(t *testing.T, p string) int {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return int(f.Fd())
+}
+
+func errnoOrAny(e syscall.Errno) any {
+	if e == 0 {
+		return "an error"
+	}
+	return e
 }
