@@ -13,8 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/dshfs/dshfs/internal/testfuse"
 	"golang.org/x/sys/unix"
 )
 
@@ -122,7 +122,7 @@ func TestOnlyTheNewEntryIsGivenToItsCreator(t *testing.T) {
 				}
 			})
 			e := m.rootsOwn("pub/n.root", tc.rootDir)
-			time.Sleep(30 * time.Millisecond) // a few ticks of the coarse clock
+			testfuse.NextCoarseTick()
 			var err error
 			asNobody(t, func() { err = tc.make(filepath.Join(m.mnt, "pub/n")) })
 			m.wantIntact("pub/n", e)

@@ -20,6 +20,7 @@
 package fusefs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log"
@@ -64,6 +65,9 @@ type Options struct {
 	// afterMake, for tests, runs when the daemon has made a directory,
 	// node or symlink, before it gives it to the caller.
 	afterMake func(dirfd int, name string)
+	// selfWindow, for tests, replaces the watcher's own-change window
+	// (see watch_linux.go).
+	selfWindow time.Duration
 	// DaemonInfo, if set, is the value of the extended attribute
 	// DaemonInfoXattr on the mount's root: what a client reads to find the
 	// daemon serving this mount (its socket), whatever its $HOME or user.
@@ -96,7 +100,8 @@ type FS struct {
 	probed      chan struct{}
 	backingLost atomic.Bool // see backingCheck
 
-	afterMake func(dirfd int, name string) // Options.afterMake
+	afterMake  func(dirfd int, name string) // Options.afterMake
+	selfWindow time.Duration                // Options.selfWindow, or the default
 	info      []byte                       // the root's DaemonInfoXattr
 }
 
@@ -116,6 +121,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	}
 	f := &FS{store: store, rootFd: rootFd, mnt: mnt, log: opts.Logger, afterMake: opts.afterMake, actors: &Actors{}, info: opts.DaemonInfo,
 		writers: newWriters(store.Locks()), probed: make(chan struct{})}
+	f.selfWindow = cmp.Or(opts.selfWindow, selfWindow)
 	store.AttachWriters(f.writers)
 	if f.log == nil {
 		f.log = slog.Default()

@@ -56,6 +56,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshfs/dshfs/internal/testfuse"
 	"github.com/dshfs/dshfs/versionstore"
 	"golang.org/x/sys/unix"
 )
@@ -924,21 +925,17 @@ func (r *fsxRun) commitThenChange() {
 // sends RELEASE after close(2) (and munmap) return, and the last release
 // commits the version.
 func (r *fsxRun) waitReleased() {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var marked []string
+	var marked []string
+	if !testfuse.WaitFor(10*time.Second, func() bool {
+		marked = marked[:0]
 		for _, f := range r.files {
 			if r.m.fs.writers.Writing(f.name) {
 				marked = append(marked, f.name)
 			}
 		}
-		if len(marked) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			r.fatalf("%v still marked as being written 10 s after every descriptor and mapping was closed", marked)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return len(marked) == 0
+	}) {
+		r.fatalf("%v still marked as being written 10 s after every descriptor and mapping was closed", marked)
 	}
 }
 

@@ -4,8 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
+	"github.com/dshfs/dshfs/internal/testfuse"
 	"golang.org/x/sys/unix"
 )
 
@@ -112,7 +112,7 @@ func TestChownToTheSameOwnerMovesCtime(t *testing.T) {
 	if err := unix.Stat(p, &before); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(10 * time.Millisecond) // past the coarse clock's tick
+	testfuse.NextCoarseTick()
 	if err := unix.Chown(p, -1, -1); err != nil {
 		t.Fatal(err)
 	}

@@ -108,15 +108,14 @@ func TestPosix(t *testing.T) {
 // are left.
 func (m *mounted) waitUnmarked() int {
 	m.t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	dirty := 0
+	testfuse.WaitFor(2*time.Second, func() bool {
 		st, err := m.store.Stats()
 		if err != nil {
 			m.t.Fatal(err)
 		}
-		if st.Dirty == 0 || time.Now().After(deadline) {
-			return st.Dirty
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		dirty = st.Dirty
+		return dirty == 0
+	})
+	return dirty
 }

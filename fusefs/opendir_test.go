@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dshfs/dshfs/internal/testfuse"
 )
 
 // opcodes counts the FUSE requests a mount receives, by opcode.
@@ -96,15 +98,10 @@ func TestDirectoryListings(t *testing.T) {
 	if err := os.Remove(filepath.Join(big, want[0])); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	if !testfuse.WaitFor(5*time.Second, func() bool {
 		got := listNames(t, dir)
-		if !slices.Contains(got, want[0]) && len(got) == len(want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a name removed from the backing directory is still listed after 5 s")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return !slices.Contains(got, want[0]) && len(got) == len(want)
+	}) {
+		t.Fatalf("a name removed from the backing directory is still listed after 5 s")
 	}
 }

@@ -33,7 +33,7 @@ type watcher struct {
 const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
 	unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE | unix.IN_DELETE_SELF
 
-// selfWindow is how long an event is taken for the daemon's own change.
+// selfWindow is, by default, how long an event is taken for the daemon's own change.
 // inotify does not say who made a change, so a change made straight into
 // the backing tree to the same name within this window of one made through
 // the mount shows only once the cache timeout passes. An event read later
@@ -205,7 +205,7 @@ func (w *watcher) handle(wd int, mask uint32, name string, now time.Time) {
 	if mask&unix.IN_ISDIR != 0 && mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
 		w.addTree(path.Join(dir, name)) // whoever made it, it needs watching
 	}
-	if mine && now.Sub(t) < selfWindow {
+	if mine && now.Sub(t) < w.fsys.selfWindow {
 		return
 	}
 	w.fsys.invalidateOutside(dir, name, mask&(unix.IN_CREATE|unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_MOVED_TO) != 0)
@@ -218,7 +218,7 @@ func (w *watcher) prune(now time.Time) {
 		return
 	}
 	for k, t := range w.self {
-		if now.Sub(t) >= selfWindow {
+		if now.Sub(t) >= w.fsys.selfWindow {
 			delete(w.self, k)
 		}
 	}

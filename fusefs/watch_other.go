@@ -2,10 +2,16 @@
 
 package fusefs
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // watcher is Linux-only (inotify); elsewhere the cache timeout stays short.
 type watcher struct{}
+
+// selfWindow: without a watcher there is no own-change window.
+const selfWindow time.Duration = 0
 
 var errWatchLimit = errors.New("watching the backing tree is not supported on this platform")
 

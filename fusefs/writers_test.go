@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshfs/dshfs/internal/testfuse"
 	"github.com/dshfs/dshfs/versionstore"
 	"golang.org/x/sys/unix"
 )
@@ -249,16 +250,11 @@ func TestOpenForWriteRacingAToolPublish(t *testing.T) {
 	}()
 	// Open once the tool's temporary file exists, that is, while it holds
 	// the lock and before its rename.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !testfuse.WaitFor(10*time.Second, func() bool {
 		ents, _ := os.ReadDir(m.backing)
-		if len(ents) > 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the tool's temporary file never appeared")
-		}
-		time.Sleep(100 * time.Microsecond)
+		return len(ents) > 1
+	}) {
+		t.Fatal("the tool's temporary file never appeared")
 	}
 	f, err := os.OpenFile(filepath.Join(m.mnt, "f"), os.O_WRONLY, 0)
 	if err != nil {

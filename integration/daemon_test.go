@@ -54,10 +54,7 @@ func TestDaemonRestartRecovery(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testfuse.WaitFor(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil })
 	if _, err := os.Stat(filepath.Join(mnt, "a.txt")); err == nil {
 		t.Fatal("the mount still answers after its daemon was killed")
 	}

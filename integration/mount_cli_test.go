@@ -104,14 +104,9 @@ func TestMountCommandLifecycle(t *testing.T) {
 
 func waitMounted(t *testing.T, mnt string, want bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if testfuse.Mounted(mnt) == want {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testfuse.WaitFor(10*time.Second, func() bool { return testfuse.Mounted(mnt) == want }) {
+		t.Fatalf("%s mounted != %v after 10 s", mnt, want)
 	}
-	t.Fatalf("%s mounted != %v after 10 s", mnt, want)
 }
 
 // A mount point inside the backing directory would deadlock; it is refused
@@ -168,17 +163,14 @@ func TestMountBaseline(t *testing.T) {
 		unix.Unmount(mnt, unix.MNT_DETACH)
 	})
 	file := filepath.Join(mnt, "deep", "er", "untouched.txt")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, code := dshfs(t, state, "log", "--json", file)
+	out := ""
+	if !testfuse.WaitFor(10*time.Second, func() bool { // the background walk
 		var h []versionstore.HistoryEntry
-		if code == 0 && json.Unmarshal([]byte(out), &h) == nil && len(h) == 1 && h[0].Kept {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the baseline did not index %s: %s", file, out)
-		}
-		time.Sleep(50 * time.Millisecond) // the background walk
+		var code int
+		out, code = dshfs(t, state, "log", "--json", file)
+		return code == 0 && json.Unmarshal([]byte(out), &h) == nil && len(h) == 1 && h[0].Kept
+	}) {
+		t.Fatalf("the baseline did not index %s: %s", file, out)
 	}
 	must(t, os.WriteFile(filepath.Join(backing, "deep", "er", "untouched.txt"), []byte("changed behind its back\n"), 0o644))
 	if out, code := dshfs(t, state, "restore", file, versionstore.SumString("as it was\n").String()); code != 0 {

@@ -154,14 +154,9 @@ func (w *workspace) indexVersion(rel string) versionstore.Version {
 // close(2) has returned.
 func (w *workspace) indexVersionBecomes(rel string, want versionstore.Version) versionstore.Version {
 	w.t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		v := w.indexVersion(rel)
-		if v == want || time.Now().After(deadline) {
-			return v
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var v versionstore.Version
+	testfuse.WaitFor(2*time.Second, func() bool { v = w.indexVersion(rel); return v == want })
+	return v
 }
 
 func wantCode(t *testing.T, r toolapi.Result, code versionstore.Code) {

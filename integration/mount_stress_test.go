@@ -125,11 +125,7 @@ func TestConcurrentShellAndTools(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for w.indexVersion(f) != versionstore.Sum(b) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if got := w.indexVersion(f); got != versionstore.Sum(b) {
+		if got := w.indexVersionBecomes(f, versionstore.Sum(b)); got != versionstore.Sum(b) {
 			t.Errorf("%s: index %s, bytes %s", f, got.Short(), versionstore.Sum(b).Short())
 		}
 		for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshfs/dshfs/internal/testfuse"
 	"github.com/dshfs/dshfs/versionstore"
 )
 
@@ -207,14 +208,11 @@ func TestDirectoryListingsFollowChanges(t *testing.T) {
 	if got := list(); got != "a b c" {
 		t.Fatalf("after a tool create: %q", got)
 	}
-	time.Sleep(10 * time.Millisecond)
+	testfuse.NextCoarseTick() // a listing is dropped when d's mtime moves
 	if err := os.WriteFile(w.backing+"/d/e", nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(3 * time.Second) // the attribute timeout, 1 s
-	for list() != "a b c e" && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	testfuse.WaitFor(3*time.Second, func() bool { return list() == "a b c e" }) // the attribute timeout, 1 s
 	if got := list(); got != "a b c e" {
 		t.Fatalf("after an outside create: %q", got)
 	}
@@ -234,13 +232,9 @@ func TestOutsideChangesShowAtOnce(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	eventually := func(what, script, want string) {
 		t.Helper()
-		deadline := time.Now().Add(3 * time.Second) // far below the 30 s timeout
 		got := ""
-		for time.Now().Before(deadline) {
-			if got = w.sh(script); got == want {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+		if testfuse.WaitFor(3*time.Second, func() bool { got = w.sh(script); return got == want }) { // far below the 30 s timeout
+			return
 		}
 		t.Fatalf("%s: got %q, want %q", what, got, want)
 	}
