@@ -102,7 +102,7 @@ type FS struct {
 
 	afterMake  func(dirfd int, name string) // Options.afterMake
 	selfWindow time.Duration                // Options.selfWindow, or the default
-	info      []byte                       // the root's DaemonInfoXattr
+	info       []byte                       // the root's DaemonInfoXattr
 }
 
 // Mount serves store's workspace at mountpoint. The process umask should be
