@@ -57,7 +57,7 @@ func TestForgetIdleForgetsOnlyIdleActors(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(gone, []string{"old"}) {
 		t.Fatalf("ForgetIdle = %q, %v; want [old]", gone, err)
 	}
-	mustEditRefused(t, p, "old", "x.txt", versionstore.CodeNotObserved, notObservedMsg)
+	mustEditRefused(t, p, "old", "x.txt", ErrNotObserved)
 	mustWriteIntent(t, p, "old", "x.txt", createIfAbsent)
 	mustEditVersion(t, p, "new", "x.txt", v2)
 	if got := actorsOf(t, p); !reflect.DeepEqual(got, []string{"new"}) {

@@ -6,12 +6,16 @@
 // the actor string, so they survive reconnects and restarts.
 //
 // The policy decides; it never reads or writes files. Freshness is enforced
-// by versionstore's compare-and-swap, not here.
+// by versionstore's compare-and-swap, not here. A refusal is a
+// *RefusalError, data that toolapi words: the policy never writes text
+// for the model.
 package policy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/dshfs/dshfs/versionstore"
@@ -185,18 +189,39 @@ func (p *Policy) WriteIntent(actor, key string) (versionstore.Intent, error) {
 	return versionstore.Intent{Kind: versionstore.IntentCreateIfAbsent}, nil
 }
 
-// EditIntent is the version actor may edit key at: FS_NOT_OBSERVED if the
-// actor never saw it (or there is no actor), FS_NOT_FOUND if it last saw it
-// absent. display is the path shown in messages.
-func (p *Policy) EditIntent(actor, key, display string) (versionstore.Version, error) {
+// The reasons EditIntent refuses an edit, wrapped by a *RefusalError.
+var (
+	// ErrNotObserved: the actor never saw the file (or there is no actor).
+	ErrNotObserved = errors.New("not observed")
+	// ErrObservedAbsent: the actor last saw no file there.
+	ErrObservedAbsent = errors.New("observed absent")
+)
+
+// RefusalError is a policy decision against actor acting on key. It is
+// data: toolapi says it to the model.
+type RefusalError struct {
+	Actor, Key string
+	Err        error // ErrNotObserved or ErrObservedAbsent
+}
+
+func (e *RefusalError) Error() string {
+	return "policy: " + strconv.Quote(e.Actor) + " on " + strconv.Quote(e.Key) + ": " + e.Err.Error()
+}
+
+func (e *RefusalError) Unwrap() error { return e.Err }
+
+// EditIntent is the version actor may edit key at, or a *RefusalError:
+// ErrNotObserved if the actor never saw it (or there is no actor),
+// ErrObservedAbsent if it last saw it absent.
+func (p *Policy) EditIntent(actor, key string) (versionstore.Version, error) {
 	o, found, err := p.Lookup(actor, key)
 	switch {
 	case err != nil:
 		return versionstore.Version{}, err
 	case !found:
-		return versionstore.Version{}, &versionstore.Error{Code: versionstore.CodeNotObserved, Message: `edit requires reading "` + display + `" first`}
+		return versionstore.Version{}, &RefusalError{Actor: actor, Key: key, Err: ErrNotObserved}
 	case !o.Present:
-		return versionstore.Version{}, &versionstore.Error{Code: versionstore.CodeNotFound, Message: `cannot edit "` + display + `": not found`}
+		return versionstore.Version{}, &RefusalError{Actor: actor, Key: key, Err: ErrObservedAbsent}
 	}
 	return o.Version, nil
 }

@@ -42,8 +42,6 @@ var (
 	v2 = versionstore.SumString("two\n")
 )
 
-const display = "/mnt/a.txt"
-
 func mustObserve(t *testing.T, p *Policy, actor, key string, o Observation) {
 	t.Helper()
 	if err := p.Observe(actor, key, o); err != nil {
@@ -65,7 +63,7 @@ func mustWriteIntent(t *testing.T, p *Policy, actor, key string, want versionsto
 // mustEditVersion fails unless the edit intent is the version want.
 func mustEditVersion(t *testing.T, p *Policy, actor, key string, want versionstore.Version) {
 	t.Helper()
-	got, err := p.EditIntent(actor, key, display)
+	got, err := p.EditIntent(actor, key)
 	if err != nil {
 		t.Fatalf("EditIntent(%q, %q): %v", actor, key, err)
 	}
@@ -74,16 +72,17 @@ func mustEditVersion(t *testing.T, p *Policy, actor, key string, want versionsto
 	}
 }
 
-// mustEditRefused fails unless the edit intent is the coded error.
-func mustEditRefused(t *testing.T, p *Policy, actor, key string, code versionstore.Code, msg string) {
+// mustEditRefused fails unless the edit intent is a *RefusalError of
+// actor on key for reason want.
+func mustEditRefused(t *testing.T, p *Policy, actor, key string, want error) {
 	t.Helper()
-	v, err := p.EditIntent(actor, key, display)
-	var fe *versionstore.Error
-	if !errors.As(err, &fe) {
-		t.Fatalf("EditIntent(%q, %q) = %s, %v; want *versionstore.Error %s", actor, key, v, err, code)
+	v, err := p.EditIntent(actor, key)
+	var re *RefusalError
+	if !errors.As(err, &re) {
+		t.Fatalf("EditIntent(%q, %q) = %s, %v; want *RefusalError %v", actor, key, v, err, want)
 	}
-	if fe.Code != code || fe.Message != msg {
-		t.Fatalf("EditIntent(%q, %q) error = %s %q, want %s %q", actor, key, fe.Code, fe.Message, code, msg)
+	if re.Actor != actor || re.Key != key || !errors.Is(err, want) {
+		t.Fatalf("EditIntent(%q, %q) error = %+v, want %q %q %v", actor, key, re, actor, key, want)
 	}
 	if !v.IsZero() {
 		t.Fatalf("refused EditIntent returned version %s", v)
@@ -92,8 +91,6 @@ func mustEditRefused(t *testing.T, p *Policy, actor, key string, code versionsto
 
 var (
 	createIfAbsent = versionstore.Intent{Kind: versionstore.IntentCreateIfAbsent}
-	notObservedMsg = `edit requires reading "` + display + `" first`
-	notFoundMsg    = `cannot edit "` + display + `": not found`
 )
 
 func replaceIf(v versionstore.Version) versionstore.Intent {
@@ -128,35 +125,37 @@ func TestEditIntent(t *testing.T) {
 		name    string
 		observe func(p *Policy)
 		actor   string
-		code    versionstore.Code // "" means success at v1
-		msg     string
+		want    error // nil means success at v1
 	}{
-		{"unseen", func(*Policy) {}, "a", versionstore.CodeNotObserved, notObservedMsg},
-		{"no owner", func(*Policy) {}, "", versionstore.CodeNotObserved, notObservedMsg},
-		{"no owner, after a no-owner observation", func(p *Policy) { _ = p.Observe("", "a.txt", Present(v1)) }, "", versionstore.CodeNotObserved, notObservedMsg},
-		{"no owner, though another actor saw it", func(p *Policy) { _ = p.Observe("b", "a.txt", Present(v1)) }, "", versionstore.CodeNotObserved, notObservedMsg},
-		{"seen by another actor only", func(p *Policy) { _ = p.Observe("b", "a.txt", Present(v1)) }, "a", versionstore.CodeNotObserved, notObservedMsg},
-		{"absent", func(p *Policy) { _ = p.Observe("a", "a.txt", Absent) }, "a", versionstore.CodeNotFound, notFoundMsg},
-		{"present", func(p *Policy) { _ = p.Observe("a", "a.txt", Present(v1)) }, "a", "", ""},
+		{"unseen", func(*Policy) {}, "a", ErrNotObserved},
+		{"no owner", func(*Policy) {}, "", ErrNotObserved},
+		{"no owner, after a no-owner observation", func(p *Policy) { _ = p.Observe("", "a.txt", Present(v1)) }, "", ErrNotObserved},
+		{"no owner, though another actor saw it", func(p *Policy) { _ = p.Observe("b", "a.txt", Present(v1)) }, "", ErrNotObserved},
+		{"seen by another actor only", func(p *Policy) { _ = p.Observe("b", "a.txt", Present(v1)) }, "a", ErrNotObserved},
+		{"absent", func(p *Policy) { _ = p.Observe("a", "a.txt", Absent) }, "a", ErrObservedAbsent},
+		{"present", func(p *Policy) { _ = p.Observe("a", "a.txt", Present(v1)) }, "a", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPolicy(t)
 			tc.observe(p)
-			if tc.code == "" {
+			if tc.want == nil {
 				mustEditVersion(t, p, tc.actor, "a.txt", v1)
 				return
 			}
-			mustEditRefused(t, p, tc.actor, "a.txt", tc.code, tc.msg)
+			mustEditRefused(t, p, tc.actor, "a.txt", tc.want)
 		})
 	}
 }
 
-func TestEditIntentMessageUsesDisplayPath(t *testing.T) {
+// A refusal is data: the policy knows keys, never display paths or the
+// words the model reads (toolapi has both).
+func TestEditIntentRefusalIsTyped(t *testing.T) {
 	p := newPolicy(t)
-	_, err := p.EditIntent("a", "dir/real.txt", "/mnt/dir/link.txt")
-	if err == nil || err.Error() != `edit requires reading "/mnt/dir/link.txt" first` {
-		t.Fatalf("error = %v, want the display path in the message", err)
+	_, err := p.EditIntent("a", "dir/real.txt")
+	var re *RefusalError
+	if !errors.As(err, &re) || re.Key != "dir/real.txt" || re.Actor != "a" || !errors.Is(err, ErrNotObserved) {
+		t.Fatalf("error = %#v, want a *RefusalError of a on dir/real.txt, ErrNotObserved", err)
 	}
 }
 
@@ -181,7 +180,7 @@ func TestNoOwnerObservationRecordsNothing(t *testing.T) {
 	}
 	// Nothing leaked to a real actor either.
 	mustWriteIntent(t, p, "a", "a.txt", createIfAbsent)
-	mustEditRefused(t, p, "a", "b.txt", versionstore.CodeNotObserved, `edit requires reading "`+display+`" first`)
+	mustEditRefused(t, p, "a", "b.txt", ErrNotObserved)
 }
 
 func TestPresentAbsentPresent(t *testing.T) {
@@ -192,7 +191,7 @@ func TestPresentAbsentPresent(t *testing.T) {
 
 	mustObserve(t, p, "a", "a.txt", Absent)
 	mustWriteIntent(t, p, "a", "a.txt", createIfAbsent)
-	mustEditRefused(t, p, "a", "a.txt", versionstore.CodeNotFound, notFoundMsg)
+	mustEditRefused(t, p, "a", "a.txt", ErrObservedAbsent)
 
 	mustObserve(t, p, "a", "a.txt", Present(v2))
 	mustWriteIntent(t, p, "a", "a.txt", replaceIf(v2))
@@ -236,11 +235,11 @@ func TestPerActorIsolation(t *testing.T) {
 
 	mustEditVersion(t, p, "a", "x.txt", v1)
 	mustEditVersion(t, p, "b", "x.txt", v2)
-	mustEditRefused(t, p, "c", "x.txt", versionstore.CodeNotFound, notFoundMsg)
-	mustEditRefused(t, p, "d", "x.txt", versionstore.CodeNotObserved, notObservedMsg)
+	mustEditRefused(t, p, "c", "x.txt", ErrObservedAbsent)
+	mustEditRefused(t, p, "d", "x.txt", ErrNotObserved)
 
 	// An actor whose name extends another's shares nothing with it.
-	mustEditRefused(t, p, "ab", "x.txt", versionstore.CodeNotObserved, notObservedMsg)
+	mustEditRefused(t, p, "ab", "x.txt", ErrNotObserved)
 }
 
 func TestObservationsSurviveReopen(t *testing.T) {
@@ -254,9 +253,9 @@ func TestObservationsSurviveReopen(t *testing.T) {
 	p, _ = openPolicy(t, index)
 	mustWriteIntent(t, p, "a", "x.txt", replaceIf(v1))
 	mustEditVersion(t, p, "a", "x.txt", v1)
-	mustEditRefused(t, p, "a", "gone.txt", versionstore.CodeNotFound, notFoundMsg)
+	mustEditRefused(t, p, "a", "gone.txt", ErrObservedAbsent)
 	mustEditVersion(t, p, "b", "x.txt", v2)
-	mustEditRefused(t, p, "c", "x.txt", versionstore.CodeNotObserved, notObservedMsg)
+	mustEditRefused(t, p, "c", "x.txt", ErrNotObserved)
 	actors, err := p.Actors()
 	if err != nil || !reflect.DeepEqual(actors, []string{"a", "b"}) {
 		t.Fatalf("Actors() after reopen = %q, %v; want [a b]", actors, err)
@@ -279,7 +278,7 @@ func TestForget(t *testing.T) {
 			t.Errorf("Lookup(a, %q) after Forget: found %v, err %v", key, found, err)
 		}
 	}
-	mustEditRefused(t, p, "a", "x.txt", versionstore.CodeNotObserved, notObservedMsg)
+	mustEditRefused(t, p, "a", "x.txt", ErrNotObserved)
 	mustWriteIntent(t, p, "a", "x.txt", createIfAbsent)
 	mustEditVersion(t, p, "ab", "x.txt", v2)
 	mustEditVersion(t, p, "b", "x.txt", v1)

@@ -63,39 +63,39 @@ type ImageValue struct {
 func (s *Service) readImage(ctx context.Context, req Request) Result {
 	a, err := decodeArgs(req.Arguments, readImageProps)
 	if err != nil {
-		return failure(err)
+		return failure("read", err)
 	}
 	p, err := a.filePath()
 	if err != nil {
-		return failure(err)
+		return failure("read", err)
 	}
 	ext := strings.ToLower(filepath.Ext(p))
 	mediaType, ok := imageFormats[ext]
 	if !ok {
-		return failure(argError(`cannot read "` + p + `": read_image only accepts PNG/JPEG/WebP/GIF paths`))
+		return failure("read", argError(`cannot read "`+p+`": read_image only accepts PNG/JPEG/WebP/GIF paths`))
 	}
 	if !slices.Contains(s.cfg.ImageMediaTypes, mediaType) {
-		return failure(argError(`cannot read "` + p + `": ` + mediaType + " images are not accepted by this deployment"))
+		return failure("read", argError(`cannot read "`+p+`": `+mediaType+" images are not accepted by this deployment"))
 	}
 	t, err := s.resolve(req.Cwd, p, "read")
 	if err != nil {
-		return failure(err)
+		return failure("read", err)
 	}
 	data, v, err := s.store.ReadBytes(ctx, t, s.cfg.MaxImageBytes)
 	if versionstore.CodeOf(err) == versionstore.CodeNotFound {
 		if oerr := s.observe(req.Actor, t, "read", policy.Absent); oerr != nil {
-			return failure(oerr)
+			return failure("read", oerr)
 		}
 	}
 	if err != nil {
-		return failure(err)
+		return failure("read", err)
 	}
 	w, h, err := s.checkImage(t.Display, ext, mediaType, data)
 	if err != nil {
-		return failure(err)
+		return failure("read", err)
 	}
 	if err := s.observe(req.Actor, t, "read", policy.Present(v)); err != nil {
-		return failure(err)
+		return failure("read", err)
 	}
 	return Result{
 		Text: "<path>" + t.Display + "</path>\n<type>image</type>\n<content>\n" + mediaType + " image, " +

@@ -39,8 +39,7 @@ func (s *Service) resolve(cwd, filePath, verb string) (versionstore.Target, erro
 	display = filepath.Clean(display)
 	rel, ok := s.relOf(display)
 	if !ok {
-		return versionstore.Target{Display: display}, &versionstore.Error{
-			Code: versionstore.CodeSandboxDenied, Message: "cannot " + verb + ` "` + display + `": outside the workspace`}
+		return versionstore.Target{Display: display}, errOutside(verb, display)
 	}
 	return s.store.Resolve(rel, s.displayOf(rel), verb)
 }
@@ -108,7 +107,8 @@ func (s *Service) Resolve(cwd, path string) (versionstore.Target, error) {
 	if strings.TrimSpace(path) == "" {
 		return versionstore.Target{}, argError("file_path must be a non-empty string")
 	}
-	return s.resolve(cwd, path, "read")
+	t, err := s.resolve(cwd, path, "read")
+	return t, describe("read", err)
 }
 
 // Keys resolves paths as the tools do (relative to cwd) to the store's

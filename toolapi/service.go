@@ -2,8 +2,13 @@
 // edit — as the reference stack defines them: their names, descriptions and
 // schemas, argument validation and its messages, path resolution against a
 // cwd, the read window, the result texts, the structured values and the
-// remedies appended to write and edit errors. Model-facing text matches the
-// reference byte for byte, except where the design contract says otherwise.
+// remedies appended to write and edit errors, and the literal edit itself
+// (matching, line endings, the BOM: literal.go), which it runs inside the
+// store's Update. Model-facing text matches the reference byte for byte,
+// except where the design contract says otherwise; the texts of failures
+// are in messages.go, where the store's and the policy's typed errors are
+// worded: no package below toolapi writes one. testdata/transcripts pins
+// them all.
 // Over the same path resolution it also serves people: show, diff and
 // restore of a file's versions.
 //
@@ -152,42 +157,23 @@ func (s *Service) Call(ctx context.Context, name string, req Request) (Result, e
 		return Result{}, fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
 	if err := checkRequest(req); err != nil {
-		return failure(err), nil
+		return failure(name, err), nil
 	}
 	return run(ctx, req), nil
 }
 
-// failure is the result of a failed call: `Error: <message>`.
-func failure(err error) Result {
+// failure is the result of a failed call of verb: `Error: <message>`.
+func failure(verb string, err error) Result {
+	err = describe(verb, err)
 	info := &ErrorInfo{Message: err.Error()}
-	var fe *versionstore.Error
-	if errors.As(err, &fe) {
-		info.Code, info.Message = string(fe.Code), fe.Message
+	var te *toolError
+	if errors.As(err, &te) {
+		info.Code = string(te.code)
 	} else if _, ok := err.(argError); !ok {
-		// Not a coded filesystem error and not an argument error: an
-		// internal fault. Say so plainly rather than leak a Go error string.
-		info.Code = string(versionstore.CodeIOError)
-		info.Message = "internal error: " + err.Error()
+		// Not a coded failure and not an argument error: an internal fault.
+		info.Code, info.Message = string(versionstore.CodeIOError), internalError(err)
 	}
 	return Result{Text: "Error: " + info.Message, IsError: true, Error: info}
-}
-
-// remedy appends the reference's model-facing hint to write and edit errors.
-func remedy(err error) error {
-	var fe *versionstore.Error
-	if !errors.As(err, &fe) {
-		return err
-	}
-	suffix := ""
-	switch fe.Code {
-	case versionstore.CodeStaleVersion:
-		suffix = " — re-read the file, then retry"
-	case versionstore.CodeNotObserved:
-		suffix = " — read the file, then retry"
-	default:
-		return err
-	}
-	return &versionstore.Error{Code: fe.Code, Message: fe.Message + suffix, Err: fe}
 }
 
 // observe records what actor saw. A failure to record makes the call an
@@ -196,18 +182,7 @@ func (s *Service) observe(actor string, t versionstore.Target, verb string, o po
 	if s.policy == nil {
 		return nil
 	}
-	return indexFailure(verb, t, s.policy.Observe(actor, t.Key, o))
-}
-
-// indexFailure gives a failure of the index itself (not a policy decision,
-// which is already coded) the FS_IO_ERROR form of every other I/O failure.
-func indexFailure(verb string, t versionstore.Target, err error) error {
-	var fe *versionstore.Error
-	if err == nil || errors.As(err, &fe) {
-		return err
-	}
-	return &versionstore.Error{Code: versionstore.CodeIOError, Err: err,
-		Message: "cannot " + verb + ` "` + t.Display + `": index: ` + err.Error()}
+	return policyFailure(verb, t, s.policy.Observe(actor, t.Key, o))
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -79,7 +79,7 @@ func (s *Service) syncIfIndexed(ctx context.Context) error {
 		return nil
 	}
 	_, err := s.store.Sync(ctx, nil)
-	return err
+	return describe("sync", err)
 }
 
 // SessionDiff is one unified diff of every file changed over the stretch q

@@ -113,7 +113,7 @@ func (s *Service) Restore(ctx context.Context, cwd, path, version, actor string)
 		return versionstore.RestoreResult{}, FileVersion{}, err
 	}
 	res, err := s.store.Restore(ctx, t, v, versionstore.Writer{Kind: versionstore.WriterRestore, Actor: actor})
-	return res, FileVersion{t.Display, v}, err
+	return res, FileVersion{t.Display, v}, describe("restore", err)
 }
 
 // CutDiff bounds a diff at max bytes (0: no bound), cutting at a line's end

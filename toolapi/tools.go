@@ -40,11 +40,11 @@ type EditValue struct {
 func (s *Service) read(ctx context.Context, req Request) Result {
 	a, err := decodeArgs(req.Arguments, readProps(s.cfg.ReadLimit))
 	if err != nil {
-		return failure(err)
+		return failure("read", err)
 	}
 	p, offset, limit, err := s.readArgs(a)
 	if err != nil {
-		return failure(err)
+		return failure("read", err)
 	}
 	offsetText := itoa(offset)
 	if f, ok := a.number("offset"); ok {
@@ -52,25 +52,24 @@ func (s *Service) read(ctx context.Context, req Request) Result {
 	}
 	t, err := s.resolve(req.Cwd, p, "read")
 	if err != nil {
-		return failure(err)
+		return failure("read", err)
 	}
 	w := newWindow(offset, limit, s.cfg.ReadMaxLineLength, s.cfg.ReadMaxBytes)
 	v, err := s.store.ReadText(ctx, t, w.Write)
 	if versionstore.CodeOf(err) == versionstore.CodeNotFound {
 		if oerr := s.observe(req.Actor, t, "read", policy.Absent); oerr != nil {
-			return failure(oerr)
+			return failure("read", oerr)
 		}
 	}
 	if err != nil {
-		return failure(err)
+		return failure("read", err)
 	}
 	lines, total, capped := w.Finish()
 	if !capped && offset > total && !(total == 0 && offset == 1) {
-		return failure(&versionstore.Error{Code: versionstore.CodeNotFound,
-			Message: "offset " + offsetText + ` is out of range for "` + t.Display + `" (` + itoa(total) + " lines)"})
+		return failure("read", errOffsetRange(offsetText, t.Display, total))
 	}
 	if err := s.observe(req.Actor, t, "read", policy.Present(v)); err != nil {
-		return failure(err)
+		return failure("read", err)
 	}
 	if lines == nil {
 		lines = []Line{}
@@ -106,87 +105,92 @@ func (s *Service) readArgs(a args) (p string, offset, limit int, err error) {
 func (s *Service) write(ctx context.Context, req Request) Result {
 	a, err := decodeArgs(req.Arguments, writeProps)
 	if err != nil {
-		return failure(err)
+		return failure("write", err)
 	}
 	p, err := a.filePath()
 	if err != nil {
-		return failure(err)
+		return failure("write", err)
 	}
 	t, err := s.resolve(req.Cwd, p, "write")
 	if err != nil {
-		return failure(err)
+		return failure("write", err)
 	}
 	intent := versionstore.Intent{}
 	if s.policy != nil {
 		if intent, err = s.policy.WriteIntent(req.Actor, t.Key); err != nil {
-			return failure(indexFailure("write", t, err))
+			return failure("write", policyFailure("write", t, err))
 		}
 	}
 	res, err := s.store.WriteText(ctx, t, a.str("content"), intent, versionstore.ToolWriter(req.Actor))
 	if err != nil {
-		return failure(remedy(err))
+		return failure("write", err)
 	}
 	if err := s.observe(req.Actor, t, "write", policy.Present(res.Version)); err != nil {
-		return failure(err)
+		return failure("write", err)
 	}
 	value := WriteValue{Path: t.Display, Operation: "update", Version: res.Version, Previous: &res.Previous}
-	msg := "Updated file"
 	if res.Created {
-		value.Operation, value.Previous, msg = "create", nil, "Created file"
+		value.Operation, value.Previous = "create", nil
 	}
-	return Result{
-		Text:  "<path>" + t.Display + "</path>\n<type>file</type>\n<content>\n" + msg + "\n</content>",
-		Value: value,
-	}
+	return Result{Text: writeText(t.Display, res.Created), Value: value}
 }
 
 func (s *Service) edit(ctx context.Context, req Request) Result {
 	a, err := decodeArgs(req.Arguments, editProps)
 	if err != nil {
-		return failure(err)
+		return failure("edit", err)
 	}
 	p, err := a.filePath()
 	if err != nil {
-		return failure(err)
+		return failure("edit", err)
 	}
-	e := versionstore.Edit{Old: a.str("old_string"), New: a.str("new_string"), ReplaceAll: a.boolean("replace_all")}
+	e := Edit{Old: a.str("old_string"), New: a.str("new_string"), ReplaceAll: a.boolean("replace_all")}
 	if e.Old == "" {
-		return failure(argError("old_string must be a non-empty string"))
+		return failure("edit", errEmptyOld())
 	}
 	if e.Old == e.New {
-		return failure(argError("old_string and new_string must differ"))
+		return failure("edit", errSameOldNew())
 	}
 	t, err := s.resolve(req.Cwd, p, "edit")
 	if err != nil {
-		return failure(err)
+		return failure("edit", err)
 	}
 	res, err := s.editGuarded(ctx, req.Actor, t, e)
 	if err != nil {
-		return failure(remedy(err))
+		return failure("edit", err)
 	}
 	if err := s.observe(req.Actor, t, "edit", policy.Present(res.Version)); err != nil {
-		return failure(err)
-	}
-	text := "The file " + t.Display + " has been updated successfully."
-	if e.ReplaceAll {
-		text = "The file " + t.Display + " has been updated. All occurrences were successfully replaced."
+		return failure("edit", err)
 	}
 	return Result{
-		Text:  text,
+		Text:  editText(t.Display, e.ReplaceAll),
 		Value: EditValue{Path: t.Display, Operation: "update", Replacements: res.Replacements, Version: res.Version, Previous: res.Previous},
 	}
 }
 
+// editResult is the outcome of an edit: the versions, and how many
+// replacements it made.
+type editResult struct {
+	versionstore.UpdateResult
+	Replacements int
+}
+
 // editGuarded asks the policy for the version the actor may edit at, then
-// edits under the store's compare-and-swap.
-func (s *Service) editGuarded(ctx context.Context, actor string, t versionstore.Target, e versionstore.Edit) (versionstore.EditResult, error) {
-	var expected *versionstore.Version
+// edits under the store's compare-and-swap: the literal edit runs inside
+// Update, on the bytes the lock holds still.
+func (s *Service) editGuarded(ctx context.Context, actor string, t versionstore.Target, e Edit) (editResult, error) {
+	var expect *versionstore.Version
 	if s.policy != nil {
-		v, err := s.policy.EditIntent(actor, t.Key, t.Display)
+		v, err := s.policy.EditIntent(actor, t.Key)
 		if err != nil {
-			return versionstore.EditResult{}, indexFailure("edit", t, err)
+			return editResult{}, policyFailure("edit", t, err)
 		}
-		expected = &v
+		expect = &v
 	}
-	return s.store.EditText(ctx, t, e, expected, versionstore.ToolWriter(actor))
+	var n int
+	res, err := s.store.Update(ctx, t, expect, func(cur []byte) (out []byte, err error) {
+		out, n, err = editBytes(cur, e, t.Display)
+		return out, err
+	}, versionstore.ToolWriter(actor))
+	return editResult{res, n}, err
 }

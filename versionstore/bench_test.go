@@ -124,7 +124,7 @@ func BenchmarkEdit(b *testing.B) {
 			edits := [2]Edit{{Old: "MARK-A", New: "MARK-B"}, {Old: "MARK-B", New: "MARK-A"}}
 			i := 0
 			for b.Loop() {
-				res, err := s.EditText(context.Background(), tg, edits[i%2], &v, ToolWriter("bench"))
+				res, err := editText(context.Background(), s, tg, edits[i%2], &v, ToolWriter("bench"))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -167,7 +167,7 @@ func BenchmarkEditVsBaseline(b *testing.B) {
 		t0 := time.Now()
 		bareWriteFsyncRename(b, dir, data)
 		t1 := time.Now()
-		res, err := s.EditText(context.Background(), tg, edits[i%2], &v, ToolWriter("bench"))
+		res, err := editText(context.Background(), s, tg, edits[i%2], &v, ToolWriter("bench"))
 		if err != nil {
 			b.Fatal(err)
 		}

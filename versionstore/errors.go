@@ -2,9 +2,8 @@ package versionstore
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
-	"os"
+	"strconv"
 	"syscall"
 )
 
@@ -29,21 +28,89 @@ const (
 	CodeAborted          Code = "FS_ABORTED"
 )
 
-// Error is a filesystem failure with a reference code and the exact
-// model-facing message. Err, when set, is the underlying cause; it is never
-// shown to the model.
-type Error struct {
-	Code    Code
-	Message string
-	Err     error
+// Reason is what exactly failed, finer than the Code: each reason is one
+// message in toolapi, which alone turns errors into text.
+type Reason int
+
+// The reasons a store operation fails with, and the code each carries.
+const (
+	ReasonNone         Reason = iota
+	ReasonMissing             // FS_NOT_FOUND: nothing at the path
+	ReasonNULByte             // FS_NOT_FOUND: the path contains a NUL byte
+	ReasonParentNotDir        // FS_NOT_FOUND: a parent segment is not a directory
+	ReasonNotRegular          // FS_NOT_REGULAR_FILE
+	ReasonOutside             // FS_SANDBOX_DENIED: outside the workspace
+	ReasonPermission          // FS_PERMISSION_DENIED; Err is the cause
+	ReasonIO                  // FS_IO_ERROR; Err is the cause
+	ReasonTooLarge            // FS_TOO_LARGE: Size bytes (-1: grew while read) over Limit
+	ReasonBinary              // FS_NOT_TEXT: a NUL byte where text was expected
+	ReasonInvalidUTF8         // FS_NOT_TEXT
+	ReasonChanged             // FS_STALE_VERSION: not the version expected
+	ReasonGone                // FS_STALE_VERSION: a guarded replace found no file
+	ReasonMountWriting        // FS_STALE_VERSION: the mount is writing the file
+	ReasonExists              // FS_NOT_OBSERVED: a create-only write met a file
+	ReasonAborted             // FS_ABORTED: the context was cancelled
+	ReasonWouldLose           // no code: Err is ErrWouldLose
+)
+
+var reasons = [...]struct {
+	code Code
+	name string
+}{
+	ReasonNone:         {"", "failed"},
+	ReasonMissing:      {CodeNotFound, "missing"},
+	ReasonNULByte:      {CodeNotFound, "NUL in path"},
+	ReasonParentNotDir: {CodeNotFound, "parent not a directory"},
+	ReasonNotRegular:   {CodeNotRegularFile, "not regular"},
+	ReasonOutside:      {CodeSandboxDenied, "outside the root"},
+	ReasonPermission:   {CodePermissionDenied, "permission"},
+	ReasonIO:           {CodeIOError, "I/O"},
+	ReasonTooLarge:     {CodeTooLarge, "too large"},
+	ReasonBinary:       {CodeNotText, "NUL byte"},
+	ReasonInvalidUTF8:  {CodeNotText, "invalid UTF-8"},
+	ReasonChanged:      {CodeStaleVersion, "version mismatch"},
+	ReasonGone:         {CodeStaleVersion, "absent"},
+	ReasonMountWriting: {CodeStaleVersion, "mount writing"},
+	ReasonExists:       {CodeNotObserved, "exists"},
+	ReasonAborted:      {CodeAborted, "cancelled"},
+	ReasonWouldLose:    {"", "unkept bytes"},
 }
 
-func (e *Error) Error() string { return e.Message }
+// Code is the reference code a failure of this reason carries.
+func (r Reason) Code() Code { return reasons[r].code }
+
+func (r Reason) String() string { return reasons[r].name }
+
+// Error is a failed store operation, as data: toolapi renders it for the
+// model. Its Error text is for logs and developers, never for the model.
+type Error struct {
+	Code   Code
+	Reason Reason
+	// Op is the operation the failure is reported against ("read",
+	// "resolve", "restore"...); empty for Update, whose caller names it.
+	Op string
+	// Path is the display path the caller chose; the backing path never
+	// appears in an error.
+	Path string
+	// Size and Limit are the sizes of a ReasonTooLarge.
+	Size, Limit int64
+	// Err is the underlying cause, if any.
+	Err error
+}
+
+func (e *Error) Error() string {
+	s := "versionstore: " + e.Op + " " + strconv.Quote(e.Path) + ": " + string(e.Code) + " (" + e.Reason.String() + ")"
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
 func (e *Error) Unwrap() error { return e.Err }
 
-// Errorf builds an *Error with a formatted message.
-func Errorf(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+// fail is the error of op on display for reason r.
+func fail(r Reason, op, display string) *Error {
+	return &Error{Code: r.Code(), Reason: r, Op: op, Path: display}
 }
 
 // CodeOf returns the code of the first *Error in err's chain, or "" if there is none.
@@ -55,52 +122,19 @@ func CodeOf(err error) Code {
 	return ""
 }
 
-// Message templates shared by several operations. X is always the display path.
-func notFound(verb, display string) *Error {
-	return &Error{Code: CodeNotFound, Message: "cannot " + verb + " " + quote(display) + ": not found"}
-}
-
-func notRegular(verb, display string) *Error {
-	return &Error{Code: CodeNotRegularFile, Message: "cannot " + verb + " " + quote(display) + ": not a regular file"}
-}
-
-func outsideWorkspace(verb, display string) *Error {
-	return &Error{Code: CodeSandboxDenied, Message: "cannot " + verb + " " + quote(display) + ": outside the workspace"}
-}
-
-// quote renders a path the way the reference does: inside plain double quotes,
-// without Go escaping, so messages match byte for byte.
-func quote(s string) string { return `"` + s + `"` }
-
 // osError maps an operating-system failure to a coded error. EACCES and EPERM
-// become FS_PERMISSION_DENIED; anything else is FS_IO_ERROR with the errno's
-// own text. The backing path never leaks into the message: only the display
-// path the caller chose.
-func osError(verb, display string, err error) error {
+// become FS_PERMISSION_DENIED; anything else is FS_IO_ERROR. A coded error
+// passes through unchanged.
+func osError(op, display string, err error) error {
 	var e *Error
 	if errors.As(err, &e) {
 		return err
 	}
+	r := ReasonIO
 	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
-		return &Error{Code: CodePermissionDenied, Message: "cannot " + verb + " " + quote(display) + ": permission denied", Err: err}
+		r = ReasonPermission
 	}
-	return &Error{Code: CodeIOError, Message: "cannot " + verb + " " + quote(display) + ": " + reason(err), Err: err}
-}
-
-// reason is the innermost description of err: the errno text for system call
-// failures, without the operation and path that *PathError adds.
-func reason(err error) string {
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return errno.Error()
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err.Error()
-	}
-	return err.Error()
+	fe := fail(r, op, display)
+	fe.Err = err
+	return fe
 }

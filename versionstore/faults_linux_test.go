@@ -47,11 +47,11 @@ func TestFullDisk(t *testing.T) {
 	big := strings.Repeat("x", 1<<20)
 
 	_, err := ts.write("f.txt", big, replaceAt(v))
-	wantErr(t, err, CodeIOError, `cannot write "/ws/f.txt": no space left on device`)
+	wantErr(t, err, ReasonIO, "write", "/ws/f.txt", syscall.ENOSPC)
 	_, err = ts.edit("f.txt", Edit{Old: "original", New: big}, &v)
-	wantErr(t, err, CodeIOError, `cannot edit "/ws/f.txt": no space left on device`)
+	wantErr(t, err, ReasonIO, "", "/ws/f.txt", syscall.ENOSPC)
 	_, err = ts.write("new.txt", big, createOnly)
-	wantErr(t, err, CodeIOError, `cannot write "/ws/new.txt": no space left on device`)
+	wantErr(t, err, ReasonIO, "write", "/ws/new.txt", syscall.ENOSPC)
 
 	if ts.get("f.txt") != "original\n" || ts.version("f.txt") != v {
 		t.Fatal("original changed")
@@ -74,9 +74,9 @@ func TestReadOnlyFilesystem(t *testing.T) {
 	ts := openTestStoreAt(t, dir)
 	v := ts.version("f.txt")
 	_, err := ts.write("f.txt", "new", replaceAt(v))
-	wantErr(t, err, CodeIOError, `cannot write "/ws/f.txt": read-only file system`)
+	wantErr(t, err, ReasonIO, "write", "/ws/f.txt", syscall.EROFS)
 	_, err = ts.edit("f.txt", Edit{Old: "original", New: "new"}, &v)
-	wantErr(t, err, CodeIOError, `cannot edit "/ws/f.txt": read-only file system`)
+	wantErr(t, err, ReasonIO, "", "/ws/f.txt", syscall.EROFS)
 	if ts.get("f.txt") != "original" {
 		t.Fatal("original changed")
 	}
@@ -98,8 +98,8 @@ func TestReadOnlyDirectory(t *testing.T) {
 		_, werr = ts.write("ro/f.txt", "new", replaceAt(v))
 		_, eerr = ts.edit("ro/f.txt", Edit{Old: "original", New: "new"}, &v)
 	})
-	wantErr(t, werr, CodePermissionDenied, `cannot write "/ws/ro/f.txt": permission denied`)
-	wantErr(t, eerr, CodePermissionDenied, `cannot edit "/ws/ro/f.txt": permission denied`)
+	wantErr(t, werr, ReasonPermission, "write", "/ws/ro/f.txt")
+	wantErr(t, eerr, ReasonPermission, "", "/ws/ro/f.txt")
 	if ts.get("ro/f.txt") != "original" || ts.version("ro/f.txt") != v {
 		t.Fatal("original changed")
 	}

@@ -1,6 +1,7 @@
 package versionstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -131,16 +133,64 @@ func (ts *testStore) version(rel string) Version {
 	return v
 }
 
-// wantErr checks err's code and exact message.
-func wantErr(t *testing.T, err error, code Code, msg string) {
+// wantErr checks that err is an *Error of reason r (and its code), for
+// operation op on display path, caused by each of causes.
+func wantErr(t *testing.T, err error, r Reason, op, display string, causes ...error) {
 	t.Helper()
 	var fe *Error
 	if !errors.As(err, &fe) {
-		t.Fatalf("error = %v (%T), want %s %q", err, err, code, msg)
+		t.Fatalf("error = %v (%T), want %s (%s) %s %q", err, err, r.Code(), r, op, display)
 	}
-	if fe.Code != code || (msg != "" && fe.Message != msg) {
-		t.Fatalf("error = %s %q, want %s %q", fe.Code, fe.Message, code, msg)
+	if fe.Reason != r || fe.Code != r.Code() || fe.Op != op || fe.Path != display {
+		t.Fatalf("error = %s (%s) %q %q, want %s (%s) %q %q", fe.Code, fe.Reason, fe.Op, fe.Path, r.Code(), r, op, display)
 	}
+	for _, c := range causes {
+		if !errors.Is(err, c) {
+			t.Fatalf("error %v is not caused by %v", err, c)
+		}
+	}
+}
+
+// mustIs fails unless err is target.
+func mustIs(t *testing.T, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("error = %v, want %v", err, target)
+	}
+}
+
+// Edit is a literal replacement: the tests' stand-in for the tool edit
+// that toolapi runs through Update.
+type Edit struct {
+	Old, New   string
+	ReplaceAll bool
+}
+
+// EditResult is an Update with the number of replacements it made.
+type EditResult struct {
+	UpdateResult
+	Replacements int
+}
+
+var (
+	errNoMatch   = errors.New("no match")
+	errAmbiguous = errors.New("more than one match")
+)
+
+// editText runs e through s.Update.
+func editText(ctx context.Context, s *Store, t Target, e Edit, expect *Version, w Writer) (EditResult, error) {
+	n := 0
+	res, err := s.Update(ctx, t, expect, func(cur []byte) ([]byte, error) {
+		n = bytes.Count(cur, []byte(e.Old))
+		switch {
+		case n == 0:
+			return nil, errNoMatch
+		case n > 1 && !e.ReplaceAll:
+			return nil, errAmbiguous
+		}
+		return bytes.ReplaceAll(cur, []byte(e.Old), []byte(e.New)), nil
+	}, w)
+	return EditResult{res, n}, err
 }
 
 // noTemps fails if any dshfs temp file is left in dir or below.
@@ -186,4 +236,23 @@ func (ts *testStore) doneWriting(key string) {
 	ts.writingSet.mu.Lock()
 	delete(ts.writingSet.keys, key)
 	ts.writingSet.mu.Unlock()
+}
+
+// testClock is an Options.Now that runs with the wall clock, offset by
+// what advance added: a test ages what the store recorded without sleeping.
+type testClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
 }

@@ -13,9 +13,9 @@ func TestDirtyRefusesToolMutations(t *testing.T) {
 	v := ts.version("f")
 	ts.markWriting("f")
 	_, err := ts.edit("f", Edit{Old: "one", New: "two"}, &v)
-	wantErr(t, err, CodeStaleVersion, `cannot edit "/ws/f": file changed since it was read`)
+	wantErr(t, err, ReasonChanged, "", "/ws/f")
 	_, err = ts.write("f", "two", anyway)
-	wantErr(t, err, CodeStaleVersion, `cannot write "/ws/f": file changed since it was read`)
+	wantErr(t, err, ReasonChanged, "write", "/ws/f")
 
 	w := Writer{Kind: WriterMount, Pid: 42, Uid: 1000, Comm: "vim"}
 	unlock := ts.locks.Lock("f")

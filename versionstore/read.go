@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strconv"
 	"sync"
 	"syscall"
 	"unicode/utf8"
@@ -59,7 +58,7 @@ func (s *Store) openRegular(t Target, verb string) (*os.File, fs.FileInfo, error
 		f, err = s.root.OpenFile(t.Key, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, notFound(verb, t.Display)
+		return nil, nil, fail(ReasonMissing, verb, t.Display)
 	}
 	if err != nil {
 		return nil, nil, osError(verb, t.Display, err)
@@ -71,7 +70,7 @@ func (s *Store) openRegular(t Target, verb string) (*os.File, fs.FileInfo, error
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, notRegular(verb, t.Display)
+		return nil, nil, fail(ReasonNotRegular, verb, t.Display)
 	}
 	return f, fi, nil
 }
@@ -84,7 +83,7 @@ func (s *Store) openRegular(t Target, verb string) (*os.File, fs.FileInfo, error
 // sink may already have seen chunks when an error is returned.
 func (s *Store) ReadText(ctx context.Context, t Target, sink func(string)) (Version, error) {
 	if ctx.Err() != nil {
-		return Version{}, aborted("read")
+		return Version{}, fail(ReasonAborted, "read", "")
 	}
 	s.flushPending()
 	fi, err := s.statTarget(t, "read")
@@ -93,10 +92,10 @@ func (s *Store) ReadText(ctx context.Context, t Target, sink func(string)) (Vers
 	}
 	if fi == nil {
 		s.noteAbsent(t.Key)
-		return Version{}, notFound("read", t.Display)
+		return Version{}, fail(ReasonMissing, "read", t.Display)
 	}
 	if !fi.Mode().IsRegular() {
-		return Version{}, notRegular("read", t.Display)
+		return Version{}, fail(ReasonNotRegular, "read", t.Display)
 	}
 	at := s.now() // before the fingerprint is taken, for the racy rule
 	f, before, err := s.openRegular(t, "read")
@@ -163,7 +162,7 @@ func streamText(ctx context.Context, r io.Reader, sink func(string), display str
 	first := true
 	for {
 		if ctx.Err() != nil {
-			return Version{}, aborted("read")
+			return Version{}, fail(ReasonAborted, "read", "")
 		}
 		n, err := io.ReadFull(r, buf[carry:])
 		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
@@ -176,7 +175,7 @@ func streamText(ctx context.Context, r io.Reader, sink func(string), display str
 		data := buf[:carry+n]
 		if first {
 			if bytes.IndexByte(data[:min(len(data), binarySniff)], 0) >= 0 {
-				return Version{}, &Error{Code: CodeNotText, Message: "cannot read " + quote(display) + ": binary file"}
+				return Version{}, fail(ReasonBinary, "read", display)
 			}
 			data = bytes.TrimPrefix(data, bom)
 			first = false
@@ -186,7 +185,7 @@ func streamText(ctx context.Context, r io.Reader, sink func(string), display str
 			end = completePrefix(data)
 		}
 		if !utf8.Valid(data[:end]) {
-			return Version{}, invalidUTF8("read", display)
+			return Version{}, fail(ReasonInvalidUTF8, "read", display)
 		}
 		if end > 0 {
 			sink(string(data[:end]))
@@ -198,10 +197,6 @@ func streamText(ctx context.Context, r io.Reader, sink func(string), display str
 		}
 		carry = copy(buf, data[end:])
 	}
-}
-
-func invalidUTF8(verb, display string) *Error {
-	return &Error{Code: CodeNotText, Message: "cannot " + verb + " " + quote(display) + ": invalid UTF-8 text"}
 }
 
 // completePrefix is the length of the longest prefix of b that does not end
@@ -266,7 +261,7 @@ func (s *Store) readWhole(t Target, verb string) ([]byte, fs.FileInfo, error) {
 // ReadText.
 func (s *Store) ReadBytes(ctx context.Context, t Target, maxBytes int64) ([]byte, Version, error) {
 	if ctx.Err() != nil {
-		return nil, Version{}, aborted("read")
+		return nil, Version{}, fail(ReasonAborted, "read", "")
 	}
 	s.flushPending()
 	fi, err := s.statTarget(t, "read")
@@ -275,13 +270,13 @@ func (s *Store) ReadBytes(ctx context.Context, t Target, maxBytes int64) ([]byte
 	}
 	if fi == nil {
 		s.noteAbsent(t.Key)
-		return nil, Version{}, notFound("read", t.Display)
+		return nil, Version{}, fail(ReasonMissing, "read", t.Display)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, Version{}, notRegular("read", t.Display)
+		return nil, Version{}, fail(ReasonNotRegular, "read", t.Display)
 	}
 	if fi.Size() > maxBytes {
-		return nil, Version{}, tooLarge(t.Display, strconv.FormatInt(fi.Size(), 10)+" bytes exceeds", maxBytes)
+		return nil, Version{}, tooLarge(t.Display, fi.Size(), maxBytes)
 	}
 	at := s.now()
 	f, before, err := s.openRegular(t, "read")
@@ -294,7 +289,7 @@ func (s *Store) ReadBytes(ctx context.Context, t Target, maxBytes int64) ([]byte
 		return nil, Version{}, osError("read", t.Display, err)
 	}
 	if int64(len(data)) > maxBytes {
-		return nil, Version{}, tooLarge(t.Display, "content exceeds", maxBytes)
+		return nil, Version{}, tooLarge(t.Display, -1, maxBytes)
 	}
 	v := Sum(data)
 	if after, err := f.Stat(); err == nil && fingerprintOf(after) == fingerprintOf(before) && after.Size() == int64(len(data)) {
@@ -307,7 +302,10 @@ func (s *Store) ReadBytes(ctx context.Context, t Target, maxBytes int64) ([]byte
 	return data, v, nil
 }
 
-func tooLarge(display, what string, maxBytes int64) *Error {
-	return &Error{Code: CodeTooLarge,
-		Message: "cannot read " + quote(display) + ": " + what + " the " + strconv.FormatInt(maxBytes, 10) + "-byte limit"}
+// tooLarge is a read refused at maxBytes: size is the file's stat size, or
+// -1 when it grew past the limit while being read.
+func tooLarge(display string, size, maxBytes int64) *Error {
+	e := fail(ReasonTooLarge, "read", display)
+	e.Size, e.Limit = size, maxBytes
+	return e
 }

@@ -45,22 +45,21 @@ func TestReadTextErrors(t *testing.T) {
 	ts.put("nul-and-invalid", "\xff\x00")
 	must(t, syscall.Mkfifo(ts.path("fifo"), 0o644))
 	for _, tc := range []struct {
-		rel  string
-		code Code
-		msg  string
+		rel    string
+		reason Reason
 	}{
-		{"missing", CodeNotFound, `cannot read "/ws/missing": not found`},
-		{"dir", CodeNotRegularFile, `cannot read "/ws/dir": not a regular file`},
-		{"fifo", CodeNotRegularFile, `cannot read "/ws/fifo": not a regular file`},
-		{"nul", CodeNotText, `cannot read "/ws/nul": binary file`},
-		{"ff", CodeNotText, `cannot read "/ws/ff": invalid UTF-8 text`},
-		{"late-invalid", CodeNotText, `cannot read "/ws/late-invalid": invalid UTF-8 text`},
-		{"truncated-rune", CodeNotText, `cannot read "/ws/truncated-rune": invalid UTF-8 text`},
-		{"nul-and-invalid", CodeNotText, `cannot read "/ws/nul-and-invalid": binary file`},
+		{"missing", ReasonMissing},
+		{"dir", ReasonNotRegular},
+		{"fifo", ReasonNotRegular},
+		{"nul", ReasonBinary},
+		{"ff", ReasonInvalidUTF8},
+		{"late-invalid", ReasonInvalidUTF8},
+		{"truncated-rune", ReasonInvalidUTF8},
+		{"nul-and-invalid", ReasonBinary},
 	} {
 		t.Run(tc.rel, func(t *testing.T) {
 			_, _, err := ts.readAll(tc.rel)
-			wantErr(t, err, tc.code, tc.msg)
+			wantErr(t, err, tc.reason, "read", "/ws/"+tc.rel)
 		})
 	}
 }

@@ -33,10 +33,10 @@ var errMissing = errors.New("missing")
 func (s *Store) Resolve(rel, display, verb string) (Target, error) {
 	t := Target{Display: display}
 	if strings.IndexByte(rel, 0) >= 0 {
-		return t, &Error{Code: CodeNotFound, Message: "cannot resolve " + quote(display) + ": the path contains a NUL byte"}
+		return t, fail(ReasonNULByte, "resolve", display)
 	}
 	if !filepath.IsLocal(rel) && rel != "." {
-		return t, outsideWorkspace(verb, display)
+		return t, fail(ReasonOutside, verb, display)
 	}
 	parts := splitPath(filepath.ToSlash(rel))
 	key, err := s.walk(parts, verb, display)
@@ -65,7 +65,7 @@ func (s *Store) walk(parts []string, verb, display string) (string, error) {
 		parts = parts[1:]
 		if p == ".." {
 			if len(done) == 0 {
-				return "", outsideWorkspace(verb, display)
+				return "", fail(ReasonOutside, verb, display)
 			}
 			done = done[:len(done)-1]
 			continue
@@ -76,7 +76,7 @@ func (s *Store) walk(parts []string, verb, display string) (string, error) {
 		case errors.Is(err, fs.ErrNotExist):
 			return "", errMissing
 		case errors.Is(err, syscall.ENOTDIR):
-			return "", notADirectoryParent(display)
+			return "", fail(ReasonParentNotDir, "resolve", display)
 		case err != nil:
 			return "", osError("resolve", display, err)
 		}
@@ -94,7 +94,7 @@ func (s *Store) walk(parts []string, verb, display string) (string, error) {
 			if filepath.IsAbs(target) {
 				rel, ok := s.relToRoot(target)
 				if !ok {
-					return "", outsideWorkspace(verb, display)
+					return "", fail(ReasonOutside, verb, display)
 				}
 				done = nil
 				target = rel
@@ -103,7 +103,7 @@ func (s *Store) walk(parts []string, verb, display string) (string, error) {
 			continue
 		}
 		if !fi.IsDir() && len(parts) > 0 {
-			return "", notADirectoryParent(display)
+			return "", fail(ReasonParentNotDir, "resolve", display)
 		}
 		done = append(done, p)
 	}
@@ -131,10 +131,6 @@ func (s *Store) protectedSymlink(dir string, link fs.FileInfo) bool {
 	dst, ok := dfi.Sys().(*syscall.Stat_t)
 	sharedDir := dfi.Mode()&fs.ModeSticky != 0 && dfi.Mode().Perm()&0o002 != 0
 	return ok && sharedDir && dst.Uid != lst.Uid
-}
-
-func notADirectoryParent(display string) *Error {
-	return &Error{Code: CodeNotFound, Message: "cannot resolve " + quote(display) + ": a parent path segment is not a directory"}
 }
 
 // relToRoot maps an absolute path to a workspace-relative one if it names

@@ -156,7 +156,7 @@ type RestoreResult struct {
 // verified before anything is written.
 func (s *Store) Restore(ctx context.Context, t Target, v Version, w Writer) (RestoreResult, error) {
 	if ctx.Err() != nil {
-		return RestoreResult{}, aborted("restore")
+		return RestoreResult{}, fail(ReasonAborted, "restore", "")
 	}
 	data, err := s.Object(v)
 	if err != nil {
@@ -180,14 +180,14 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []b
 		return RestoreResult{}, err
 	}
 	if cur.fi != nil && !cur.fi.Mode().IsRegular() {
-		return RestoreResult{}, notRegular("restore", t.Display)
+		return RestoreResult{}, fail(ReasonNotRegular, "restore", t.Display)
 	}
 	res := RestoreResult{From: cur.version}
 	if s.dirty(t.Key) {
-		return res, &Error{Code: CodeStaleVersion, Message: "cannot restore " + quote(t.Display) + ": it is being written through the mount"}
+		return res, fail(ReasonMountWriting, "restore", t.Display)
 	}
 	if expect != nil && *expect != cur.version {
-		return res, stale("restore", t.Display)
+		return res, fail(ReasonChanged, "restore", t.Display)
 	}
 	if cur.version == v {
 		return res, nil // already there
@@ -200,7 +200,7 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []b
 				s.commit([]string{t.Key}, []change{{version: cur.version, data: cur.data, keepOnly: true}}))
 		}
 		if !s.kept(cur.version) {
-			return res, fmt.Errorf("cannot restore %s: %w", quote(t.Display), ErrWouldLose)
+			return res, &Error{Reason: ReasonWouldLose, Op: "restore", Path: t.Display, Err: ErrWouldLose}
 		}
 	}
 	at := s.now()
@@ -208,7 +208,7 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []b
 		// As publish does: look once more, as late as possible, so a write
 		// straight into the backing directory is not removed unseen.
 		if fi, err := s.root.Lstat(t.Key); err != nil || fingerprintOf(fi) != cur.fp {
-			return res, stale("restore", t.Display)
+			return res, fail(ReasonChanged, "restore", t.Display)
 		}
 		if err := s.root.Remove(t.Key); err != nil {
 			return res, osError("remove", t.Display, err)
@@ -326,7 +326,7 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 	}
 	for i, key := range keys {
 		if ctx.Err() != nil {
-			return res, aborted("rewind")
+			return res, fail(ReasonAborted, "rewind", "")
 		}
 		if o.Progress != nil {
 			o.Progress(i, len(keys))

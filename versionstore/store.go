@@ -1,6 +1,6 @@
 // Package versionstore owns the workspace's versions: the bbolt index that maps
 // every workspace path to the BLAKE3 hash of its bytes, the per-file locks, the
-// atomic compare-and-swap publish of tool writes and edits, each file's
+// atomic compare-and-swap publish of tool writes and updates, each file's
 // bounded history with writer identity, the kept bytes of every version (the
 // object store), the journal of changes, checkpoints, restore and rewind.
 //
@@ -8,6 +8,13 @@
 // path is resolved inside it first, so nothing here can read or write outside
 // the workspace. The package knows nothing of actors' observations, tools,
 // FUSE or sockets, and imports no other package of the project.
+//
+// It offers storage and versions only: reads that report the version read,
+// writes under a guard, and Update, which runs a caller's function on a
+// file's bytes under its lock and compare-and-swap. It never writes a
+// sentence for the model: it fails with *Error values (a Code, a Reason, the
+// operation and display path), which toolapi words. What an edit means
+// (literal matching, line endings, the BOM) is toolapi's too.
 package versionstore
 
 import (

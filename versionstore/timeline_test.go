@@ -123,7 +123,7 @@ func TestCheckpointRewind(t *testing.T) {
 	if err != nil || cp.Name != "cp-1" {
 		t.Fatalf("checkpoint %+v %v", cp, err)
 	}
-	if _, err := ts.EditText(context.Background(), ts.target("a.txt"), Edit{Old: "alpha", New: "ALPHA"}, nil, ToolWriter("agent")); err != nil {
+	if _, err := editText(context.Background(), ts.Store, ts.target("a.txt"), Edit{Old: "alpha", New: "ALPHA"}, nil, ToolWriter("agent")); err != nil {
 		t.Fatal(err)
 	}
 	ts.mountWrite("b.txt", "rewritten\n")

@@ -54,12 +54,12 @@ func (s *Store) Sync(ctx context.Context, progress func(done, total int)) (SyncS
 		return ctx.Err()
 	})
 	if err != nil {
-		return st, aborted("sync")
+		return st, fail(ReasonAborted, "sync", "")
 	}
 	st.Files = len(keys)
 	for i, key := range keys {
 		if ctx.Err() != nil {
-			return st, aborted("sync")
+			return st, fail(ReasonAborted, "sync", "")
 		}
 		if progress != nil && i%64 == 0 {
 			progress(i, len(keys))

@@ -1,7 +1,6 @@
 package versionstore
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,10 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 )
 
 // IntentKind is the guard a write runs under.
@@ -43,11 +40,10 @@ type WriteResult struct {
 	Previous Version // the version replaced; zero for a created file
 }
 
-// EditResult is the outcome of EditText.
-type EditResult struct {
-	Version      Version
-	Previous     Version // the version edited
-	Replacements int
+// UpdateResult is the outcome of Update.
+type UpdateResult struct {
+	Version  Version
+	Previous Version // the version updated
 }
 
 // DefaultDiffBasisMaxBytes is the reference's limit for the prior text kept
@@ -61,7 +57,7 @@ const DefaultDiffBasisMaxBytes = 10 << 20
 func (s *Store) WriteText(ctx context.Context, t Target, content string, intent Intent, w Writer) (WriteResult, error) {
 	var res WriteResult
 	if ctx.Err() != nil {
-		return res, aborted("write")
+		return res, fail(ReasonAborted, "write", "")
 	}
 	defer s.published(t.Key, &res.Version) // after the unlock below
 	s.awaitWriters(ctx, t.Key)
@@ -107,92 +103,78 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 // the replaced inode and be lost.
 func (s *Store) writeAllowed(t Target, cur snapshot, intent Intent) error {
 	if cur.fi != nil && !cur.fi.Mode().IsRegular() {
-		return notRegular("write", t.Display)
+		return fail(ReasonNotRegular, "write", t.Display)
 	}
 	if cur.fi != nil && intent.Kind != IntentCreateIfAbsent && s.dirty(t.Key) {
-		return stale("write", t.Display)
+		return fail(ReasonChanged, "write", t.Display)
 	}
 	switch intent.Kind {
 	case IntentReplaceIfVersion:
 		if cur.fi == nil {
-			return &Error{Code: CodeStaleVersion, Message: "cannot write " + quote(t.Display) + ": file no longer exists"}
+			return fail(ReasonGone, "write", t.Display)
 		}
 		if cur.version != intent.Version {
-			return stale("write", t.Display)
+			return fail(ReasonChanged, "write", t.Display)
 		}
 	case IntentCreateIfAbsent:
 		if cur.fi != nil {
-			return overwriteUnread(t.Display)
+			return fail(ReasonExists, "write", t.Display)
 		}
 	}
 	return nil
 }
 
-// EditText applies a literal edit to t under t's lock. With expected set the
-// edit happens only if the file's bytes still hash to it; the check comes
-// before matching, so a stale file never reports a match failure. A missing
-// target is FS_STALE_VERSION even without expected, as in the reference.
-// A UTF-8 BOM is kept; line endings follow the file's dominant style.
-func (s *Store) EditText(ctx context.Context, t Target, e Edit, expected *Version, w Writer) (EditResult, error) {
-	var res EditResult
+// Update replaces the bytes of the existing regular file t with what fn
+// makes of its current bytes, under t's lock, in bbolt's shape: fn runs
+// with the lock held and the file unchanged underneath it, and an error
+// from fn is returned as it is, with nothing written. With expect set the
+// file must still be at that version (compare-and-swap); the check comes
+// before fn, so fn never sees stale bytes. A missing target is
+// FS_STALE_VERSION (ReasonChanged) even without expect, as
+// the reference's edit has it. fn must not keep current past its return.
+// Errors have an empty Op: the caller names the operation.
+func (s *Store) Update(ctx context.Context, t Target, expect *Version, fn func(current []byte) ([]byte, error), w Writer) (UpdateResult, error) {
+	var res UpdateResult
 	if ctx.Err() != nil {
-		return res, aborted("edit")
+		return res, fail(ReasonAborted, "", "")
 	}
 	defer s.published(t.Key, &res.Version) // after the unlock below
 	s.awaitWriters(ctx, t.Key)
 	unlock := s.locks.Lock(t.Key)
 	defer unlock()
 	s.flushPending()
-	cur, err := s.snapshotLocked(t, "edit", -1)
+	cur, err := s.snapshotLocked(t, "", -1)
 	if err != nil {
 		return res, err
 	}
-	if res, err = s.editLocked(ctx, t, cur, e, expected, w); err != nil {
+	if res, err = s.updateLocked(ctx, t, cur, expect, fn, w); err != nil {
 		s.recordSeen(t.Key, cur)
 	}
 	return res, err
 }
 
-func (s *Store) editLocked(ctx context.Context, t Target, cur snapshot, e Edit, expected *Version, w Writer) (EditResult, error) {
-	var res EditResult
+func (s *Store) updateLocked(ctx context.Context, t Target, cur snapshot, expect *Version, fn func([]byte) ([]byte, error), w Writer) (UpdateResult, error) {
+	var res UpdateResult
 	switch {
 	case cur.fi == nil:
-		return res, stale("edit", t.Display)
+		return res, fail(ReasonChanged, "", t.Display)
 	case !cur.fi.Mode().IsRegular():
-		return res, notRegular("edit", t.Display)
-	case expected != nil && *expected != cur.version, s.dirty(t.Key):
-		return res, stale("edit", t.Display)
+		return res, fail(ReasonNotRegular, "", t.Display)
+	case expect != nil && *expect != cur.version, s.dirty(t.Key):
+		return res, fail(ReasonChanged, "", t.Display)
 	}
-	if err := checkEditable(cur.data, t.Display); err != nil {
-		return res, err
-	}
-	text, hasBOM := strings.CutPrefix(string(cur.data), string(bom))
-	out, _, _, n, err := applyLiteralEdit(text, e, t.Display)
+	data, err := fn(cur.data)
 	if err != nil {
 		return res, err
 	}
-	if hasBOM {
-		out = string(bom) + out
-	}
-	data := []byte(out)
 	at := s.now()
-	fi, err := s.publish(ctx, t, "edit", data, cur.fi.Mode().Perm(), &cur, false)
+	fi, err := s.publish(ctx, t, "", data, cur.fi.Mode().Perm(), &cur, false)
 	if err != nil {
 		return res, err
 	}
-	res.Previous, res.Replacements = cur.version, n
+	res.Previous = cur.version
 	res.Version = s.commitPublished(t, cur, fi, at, data, w)
 	return res, nil
-}
-
-func checkEditable(raw []byte, display string) error {
-	if bytes.IndexByte(raw, 0) >= 0 {
-		return &Error{Code: CodeNotText, Message: "cannot edit " + quote(display) + ": binary file"}
-	}
-	if !utf8.Valid(raw) {
-		return invalidUTF8("edit", display)
-	}
-	return nil
 }
 
 // published tells the OnPublish hook that key has new bytes, if it has. It
@@ -202,19 +184,6 @@ func (s *Store) published(key string, v *Version) {
 	if s.onPublish != nil && !v.IsZero() {
 		s.onPublish(key)
 	}
-}
-
-// aborted is the reference's FS_ABORTED for a cancelled operation.
-func aborted(verb string) *Error {
-	return &Error{Code: CodeAborted, Message: verb + " aborted"}
-}
-
-func stale(verb, display string) *Error {
-	return &Error{Code: CodeStaleVersion, Message: "cannot " + verb + " " + quote(display) + ": file changed since it was read"}
-}
-
-func overwriteUnread(display string) *Error {
-	return &Error{Code: CodeNotObserved, Message: "cannot overwrite existing " + quote(display) + " without reading it first"}
 }
 
 // commitPublished records, in one index transaction, what the store found
@@ -270,7 +239,7 @@ func (s *Store) snapshotRecord(key string, snap snapshot) (change, bool) {
 // target is untouched. It returns the stat of the published file.
 func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte, perm fs.FileMode, prior *snapshot, create bool) (fs.FileInfo, error) {
 	if ctx.Err() != nil {
-		return nil, aborted(verb)
+		return nil, fail(ReasonAborted, verb, "")
 	}
 	dir, base := path.Split(t.Key)
 	if err := s.mkdirParents(dir); err != nil {
@@ -286,7 +255,7 @@ func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte,
 	}
 	if ctx.Err() != nil {
 		// The last point at which a cancelled call changes nothing.
-		return nil, aborted(verb)
+		return nil, fail(ReasonAborted, verb, "")
 	}
 	if create {
 		if err := s.root.Link(tmp, t.Key); err != nil {
@@ -300,10 +269,10 @@ func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte,
 		fi, err := s.root.Lstat(t.Key)
 		switch {
 		case err == nil && !fi.Mode().IsRegular():
-			return nil, notRegular(verb, t.Display)
+			return nil, fail(ReasonNotRegular, verb, t.Display)
 		case err == nil && prior.fi == nil, err != nil && prior.fi != nil,
 			err == nil && fingerprintOf(fi) != prior.fp:
-			return nil, stale(verb, t.Display)
+			return nil, fail(ReasonChanged, verb, t.Display)
 		}
 		if err := s.root.Rename(tmp, t.Key); err != nil {
 			return nil, osError(verb, t.Display, err)
@@ -401,9 +370,9 @@ func (s *Store) createFailure(t Target, err error) error {
 	fi, lerr := s.root.Lstat(t.Key)
 	switch {
 	case lerr == nil && !fi.Mode().IsRegular():
-		return notRegular("write", t.Display)
+		return fail(ReasonNotRegular, "write", t.Display)
 	case lerr == nil, errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.EEXIST):
-		return overwriteUnread(t.Display)
+		return fail(ReasonExists, "write", t.Display)
 	}
 	return osError("write", t.Display, err)
 }

@@ -42,7 +42,7 @@ func TestWriteCreateIfAbsent(t *testing.T) {
 	}
 
 	_, err = ts.write("new.txt", "clobber", createOnly)
-	wantErr(t, err, CodeNotObserved, `cannot overwrite existing "/ws/new.txt" without reading it first`)
+	wantErr(t, err, ReasonExists, "write", "/ws/new.txt")
 	if ts.get("new.txt") != "hello" {
 		t.Fatal("guarded create replaced an existing file")
 	}
@@ -60,7 +60,7 @@ func TestWriteCreateRaceCompetitorPreserved(t *testing.T) {
 	must(t, err)
 	ts.beforePublish = func() { ts.put("real/f.txt", "competitor") }
 	_, err = ts.WriteText(context.Background(), tg, "mine", createOnly, ToolWriter("agent"))
-	wantErr(t, err, CodeNotObserved, `cannot overwrite existing "/ws/link/f.txt" without reading it first`)
+	wantErr(t, err, ReasonExists, "write", "/ws/link/f.txt")
 	if ts.get("real/f.txt") != "competitor" {
 		t.Fatal("competitor overwritten")
 	}
@@ -70,7 +70,7 @@ func TestWriteCreateRaceCompetitorPreserved(t *testing.T) {
 	must(t, err)
 	ts.beforePublish = func() { must(t, os.Mkdir(ts.path("real/d"), 0o755)) }
 	_, err = ts.WriteText(context.Background(), tg, "mine", createOnly, ToolWriter("agent"))
-	wantErr(t, err, CodeNotRegularFile, `cannot write "/ws/link/d": not a regular file`)
+	wantErr(t, err, ReasonNotRegular, "write", "/ws/link/d")
 	ts.beforePublish = nil
 	noTemps(t, ts.dir)
 }
@@ -81,11 +81,11 @@ func TestWriteNotRegular(t *testing.T) {
 	must(t, os.Symlink("nowhere", ts.path("dangling")))
 	for _, in := range []Intent{anyway, createOnly, replaceAt(SumString("x"))} {
 		_, err := ts.write("dir", "x", in)
-		wantErr(t, err, CodeNotRegularFile, `cannot write "/ws/dir": not a regular file`)
+		wantErr(t, err, ReasonNotRegular, "write", "/ws/dir")
 	}
 	for _, in := range []Intent{anyway, createOnly} {
 		_, err := ts.write("dangling", "x", in)
-		wantErr(t, err, CodeNotRegularFile, `cannot write "/ws/dangling": not a regular file`)
+		wantErr(t, err, ReasonNotRegular, "write", "/ws/dangling")
 		if target, err := os.Readlink(ts.path("dangling")); err != nil || target != "nowhere" {
 			t.Fatalf("dangling link not preserved: %q %v", target, err)
 		}
@@ -104,13 +104,13 @@ func TestWriteReplaceIfVersion(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	_, err = ts.write("f", "three", replaceAt(v))
-	wantErr(t, err, CodeStaleVersion, `cannot write "/ws/f": file changed since it was read`)
+	wantErr(t, err, ReasonChanged, "write", "/ws/f")
 	if ts.get("f") != "two" {
 		t.Fatal("stale write landed")
 	}
 	must(t, os.Remove(ts.path("f")))
 	_, err = ts.write("f", "four", replaceAt(res.Version))
-	wantErr(t, err, CodeStaleVersion, `cannot write "/ws/f": file no longer exists`)
+	wantErr(t, err, ReasonGone, "write", "/ws/f")
 	if _, err := os.Stat(ts.path("f")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal("a stale replace recreated the deleted file")
 	}
@@ -172,7 +172,7 @@ func TestConcurrentGuardedMutations(t *testing.T) {
 				if i%2 == 0 {
 					_, errs[i] = ts.WriteText(context.Background(), tg, "writer", replaceAt(v), ToolWriter("w"))
 				} else {
-					_, errs[i] = ts.EditText(context.Background(), tg, Edit{Old: "base", New: "edited"}, &v, ToolWriter("e"))
+					_, errs[i] = editText(context.Background(), ts.Store, tg, Edit{Old: "base", New: "edited"}, &v, ToolWriter("e"))
 				}
 			})
 		}
@@ -217,11 +217,11 @@ func TestCancelBeforePublish(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ts.beforePublish = cancel
 	_, err := ts.WriteText(ctx, ts.target("f"), "two", replaceAt(v), ToolWriter("a"))
-	wantErr(t, err, CodeAborted, "write aborted")
+	wantErr(t, err, ReasonAborted, "write", "")
 	ctx, cancel = context.WithCancel(context.Background())
 	ts.beforePublish = cancel
-	_, err = ts.EditText(ctx, ts.target("f"), Edit{Old: "one", New: "two"}, &v, ToolWriter("a"))
-	wantErr(t, err, CodeAborted, "edit aborted")
+	_, err = editText(ctx, ts.Store, ts.target("f"), Edit{Old: "one", New: "two"}, &v, ToolWriter("a"))
+	wantErr(t, err, ReasonAborted, "", "")
 	if ts.get("f") != "one" {
 		t.Fatal("a cancelled call changed the file")
 	}

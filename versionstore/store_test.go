@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,9 +24,9 @@ func TestOutsideWriteBeforeRenameIsNotLost(t *testing.T) {
 	v := ts.version("f")
 	ts.beforePublish = func() { ts.put("f", "external edit\n") }
 	_, err := ts.write("f", "agent\n", replaceAt(v))
-	wantErr(t, err, CodeStaleVersion, `cannot write "/ws/f": file changed since it was read`)
+	wantErr(t, err, ReasonChanged, "write", "/ws/f")
 	_, err = ts.edit("f", Edit{Old: "external", New: "agent"}, nil)
-	wantErr(t, err, CodeStaleVersion, `cannot edit "/ws/f": file changed since it was read`)
+	wantErr(t, err, ReasonChanged, "", "/ws/f")
 	if got := ts.get("f"); got != "external edit\n" {
 		t.Fatalf("file = %q: the outside write was replaced", got)
 	}
@@ -41,7 +42,7 @@ func TestFailedEditRecordsNothing(t *testing.T) {
 	must(t, os.Chmod(ts.path("f"), 0o000))
 	var err error
 	asNobody(t, func() { _, err = ts.edit("f", Edit{Old: "x", New: "y"}, nil) })
-	wantErr(t, err, CodePermissionDenied, `cannot edit "/ws/f": permission denied`)
+	wantErr(t, err, ReasonPermission, "", "/ws/f")
 	h, herr := ts.History("f")
 	must(t, herr)
 	if len(h) != 1 || h[0].Deleted {
@@ -70,7 +71,7 @@ func TestPublishNotRegularUsesVerb(t *testing.T) {
 	ts.put("f", "x")
 	ts.beforePublish = func() { must(t, os.Remove(ts.path("f"))); must(t, os.Mkdir(ts.path("f"), 0o755)) }
 	_, err := ts.edit("f", Edit{Old: "x", New: "y"}, nil)
-	wantErr(t, err, CodeNotRegularFile, `cannot edit "/ws/f": not a regular file`)
+	wantErr(t, err, ReasonNotRegular, "", "/ws/f")
 }
 
 // A dangling symlink, absolute or relative, reads as absent; writing
@@ -81,9 +82,9 @@ func TestDanglingSymlinks(t *testing.T) {
 	must(t, os.Symlink("missing.txt", ts.path("rel")))
 	for _, name := range []string{"abs", "rel"} {
 		_, _, err := ts.readAll(name)
-		wantErr(t, err, CodeNotFound, `cannot read "/ws/`+name+`": not found`)
+		wantErr(t, err, ReasonMissing, "read", "/ws/"+name)
 		_, err = ts.write(name, "x", createOnly)
-		wantErr(t, err, CodeNotRegularFile, `cannot write "/ws/`+name+`": not a regular file`)
+		wantErr(t, err, ReasonNotRegular, "write", "/ws/"+name)
 		if fi, err := os.Lstat(ts.path(name)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 			t.Fatalf("%s: link not kept", name)
 		}
@@ -92,7 +93,7 @@ func TestDanglingSymlinks(t *testing.T) {
 	// key would not be the path the bytes land at.
 	must(t, os.Symlink("realdir", ts.path("dlink")))
 	_, err := ts.write("dlink/sub/f.txt", "x", anyway)
-	wantErr(t, err, CodeIOError, `cannot write "/ws/dlink/sub/f.txt": not a directory`)
+	wantErr(t, err, ReasonIO, "write", "/ws/dlink/sub/f.txt", syscall.ENOTDIR)
 	if _, err := os.Stat(ts.path("realdir")); !os.IsNotExist(err) {
 		t.Fatal("the write created directories through a dangling link")
 	}
@@ -114,7 +115,7 @@ func TestCancelWhileWaitingForLock(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	cancel()
 	unlock()
-	wantErr(t, <-done, CodeAborted, "write aborted")
+	wantErr(t, <-done, ReasonAborted, "write", "")
 	if _, err := os.Stat(ts.path("a")); !os.IsNotExist(err) {
 		t.Fatal("a cancelled write created directories")
 	}

@@ -1,9 +1,10 @@
-package versionstore
+package toolapi
 
 import (
-	"errors"
 	"strings"
 	"testing"
+
+	"github.com/dshfs/dshfs/versionstore"
 )
 
 // literalEditCase is a successful edit pinned byte for byte to the reference.
@@ -21,7 +22,7 @@ type literalEditErrorCase struct {
 	raw     string
 	edit    Edit
 	display string
-	code    Code
+	code    versionstore.Code
 	msg     string
 }
 
@@ -108,27 +109,27 @@ var literalEditCases = []literalEditCase{
 // literalEditErrorCases also seed FuzzApplyLiteralEdit.
 var literalEditErrorCases = []literalEditErrorCase{
 	{name: "empty old", raw: "abc", edit: Edit{Old: "", New: "x"}, display: "X",
-		code: CodeEditNotFound, msg: "old_string must be a non-empty string"},
+		code: "", msg: "old_string must be a non-empty string"},
 	{name: "empty old with replace all on empty file", raw: "", edit: Edit{ReplaceAll: true}, display: "X",
-		code: CodeEditNotFound, msg: "old_string must be a non-empty string"},
+		code: "", msg: "old_string must be a non-empty string"},
 	{name: "not found", raw: "a a a", edit: Edit{Old: "x", New: "y"}, display: "X",
-		code: CodeEditNotFound, msg: `old_string was not found in "X"`},
+		code: versionstore.CodeEditNotFound, msg: `old_string was not found in "X"`},
 	{name: "not found in empty file", raw: "", edit: Edit{Old: "a", New: "b"}, display: "X",
-		code: CodeEditNotFound, msg: `old_string was not found in "X"`},
+		code: versionstore.CodeEditNotFound, msg: `old_string was not found in "X"`},
 	{name: "ambiguous", raw: "a a a", edit: Edit{Old: "a", New: "b"}, display: "X",
-		code: CodeAmbiguousEdit, msg: `old_string matched 3 times in "X"; provide a more specific old_string or set replace_all to true`},
+		code: versionstore.CodeAmbiguousEdit, msg: `old_string matched 3 times in "X"; provide a more specific old_string or set replace_all to true`},
 	{name: "ambiguous words", raw: "foo foo foo", edit: Edit{Old: "foo", New: "bar"}, display: "X",
-		code: CodeAmbiguousEdit, msg: `old_string matched 3 times in "X"; provide a more specific old_string or set replace_all to true`},
+		code: versionstore.CodeAmbiguousEdit, msg: `old_string matched 3 times in "X"; provide a more specific old_string or set replace_all to true`},
 	{name: "ambiguous CRLF old", raw: "a\r\nb\r\n", edit: Edit{Old: "\r\n", New: " "}, display: "X",
-		code: CodeAmbiguousEdit, msg: `old_string matched 2 times in "X"; provide a more specific old_string or set replace_all to true`},
+		code: versionstore.CodeAmbiguousEdit, msg: `old_string matched 2 times in "X"; provide a more specific old_string or set replace_all to true`},
 	{name: "case-sensitive miss", raw: "Foo", edit: Edit{Old: "foo", New: "bar"}, display: "X",
-		code: CodeEditNotFound, msg: `old_string was not found in "X"`},
+		code: versionstore.CodeEditNotFound, msg: `old_string was not found in "X"`},
 	{name: "no whitespace fuzz", raw: "a  b", edit: Edit{Old: "a b", New: "ab"}, display: "X",
-		code: CodeEditNotFound, msg: `old_string was not found in "X"`},
+		code: versionstore.CodeEditNotFound, msg: `old_string was not found in "X"`},
 	{name: "lone CR is not a line end", raw: "a\rb", edit: Edit{Old: "a\nb", New: "ab"}, display: "X",
-		code: CodeEditNotFound, msg: `old_string was not found in "X"`},
+		code: versionstore.CodeEditNotFound, msg: `old_string was not found in "X"`},
 	{name: "display is quoted without escaping", raw: "abc", edit: Edit{Old: "z", New: "y"}, display: `dir/ü "q"\t.txt`,
-		code: CodeEditNotFound, msg: `old_string was not found in "dir/ü "q"\t.txt"`},
+		code: versionstore.CodeEditNotFound, msg: `old_string was not found in "dir/ü "q"\t.txt"`},
 }
 
 func TestApplyLiteralEdit(t *testing.T) {
@@ -158,12 +159,11 @@ func TestApplyLiteralEditErrors(t *testing.T) {
 	for _, c := range literalEditErrorCases {
 		t.Run(c.name, func(t *testing.T) {
 			out, before, after, n, err := applyLiteralEdit(c.raw, c.edit, c.display)
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("err = %v, want *Error", err)
+			if err == nil {
+				t.Fatal("no error")
 			}
-			if e.Code != c.code || e.Message != c.msg {
-				t.Errorf("err = %s %q, want %s %q", e.Code, e.Message, c.code, c.msg)
+			if code, msg := errParts(err); code != c.code || msg != c.msg {
+				t.Errorf("err = %s %q, want %s %q", code, msg, c.code, c.msg)
 			}
 			if out != "" || before != "" || after != "" || n != 0 {
 				t.Errorf("results = %q, %q, %q, %d; want zero values", out, before, after, n)
@@ -201,5 +201,30 @@ func TestLiteralDominantCRLF(t *testing.T) {
 				t.Errorf("dominantCRLF = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// errParts is the code and message the model sees for err.
+func errParts(err error) (versionstore.Code, string) {
+	r := failure("edit", err)
+	return versionstore.Code(r.Error.Code), r.Error.Message
+}
+
+// editBytes refuses what is not UTF-8 text anywhere in the file, not only
+// in the prefix a read sniffs, and keeps a BOM.
+func TestEditBytesText(t *testing.T) {
+	lateNUL := strings.Repeat("a", 9000) + "\x00a"
+	for _, c := range []struct{ raw, msg string }{
+		{lateNUL, `cannot edit "X": binary file`},
+		{"a\xffa", `cannot edit "X": invalid UTF-8 text`},
+	} {
+		_, _, err := editBytes([]byte(c.raw), Edit{Old: "a", New: "b", ReplaceAll: true}, "X")
+		if code, msg := errParts(err); code != versionstore.CodeNotText || msg != c.msg {
+			t.Errorf("err = %s %q, want FS_NOT_TEXT %q", code, msg, c.msg)
+		}
+	}
+	out, n, err := editBytes([]byte("\ufeffa\r\nb\r\n"), Edit{Old: "a\nb", New: "c\nd"}, "X")
+	if err != nil || n != 1 || string(out) != "\ufeffc\r\nd\r\n" {
+		t.Fatalf("editBytes = %q, %d, %v", out, n, err)
 	}
 }

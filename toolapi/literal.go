@@ -1,9 +1,17 @@
-package versionstore
+package toolapi
 
 import (
-	"strconv"
+	"bytes"
 	"strings"
+	"unicode/utf8"
 )
+
+// The literal edit: the reference's matching, line-ending and BOM rules.
+// They are tool semantics, so they live here; the store only runs them
+// under its lock, through Update.
+
+// bom is the UTF-8 byte order mark, kept by an edit.
+var bom = []byte{0xEF, 0xBB, 0xBF}
 
 // Edit is one literal replacement request.
 type Edit struct {
@@ -29,7 +37,7 @@ const styleSampleUnits = 4096
 func applyLiteralEdit(raw string, e Edit, display string) (out, before, after string, n int, err error) {
 	old := normalizeNewlines(e.Old)
 	if old == "" {
-		return "", "", "", 0, &Error{Code: CodeEditNotFound, Message: "old_string must be a non-empty string"}
+		return "", "", "", 0, errEmptyOld()
 	}
 	before = normalizeNewlines(raw)
 	n = strings.Count(before, old)
@@ -45,12 +53,32 @@ func applyLiteralEdit(raw string, e Edit, display string) (out, before, after st
 func checkMatchCount(n int, replaceAll bool, display string) error {
 	switch {
 	case n == 0:
-		return &Error{Code: CodeEditNotFound, Message: "old_string was not found in " + quote(display)}
+		return errEditNotFound(display)
 	case n > 1 && !replaceAll:
-		return &Error{Code: CodeAmbiguousEdit, Message: "old_string matched " + strconv.Itoa(n) + " times in " + quote(display) +
-			"; provide a more specific old_string or set replace_all to true"}
+		return errAmbiguousEdit(n, display)
 	}
 	return nil
+}
+
+// editBytes is e applied to raw, the bytes of a file: refused unless they
+// are UTF-8 text, a leading BOM kept, line endings in the file's dominant
+// style. n is the number of replacements.
+func editBytes(raw []byte, e Edit, display string) (out []byte, n int, err error) {
+	if bytes.IndexByte(raw, 0) >= 0 {
+		return nil, 0, errNotText("edit", display, true)
+	}
+	if !utf8.Valid(raw) {
+		return nil, 0, errNotText("edit", display, false)
+	}
+	text, hasBOM := bytes.CutPrefix(raw, bom)
+	edited, _, _, n, err := applyLiteralEdit(string(text), e, display)
+	if err != nil {
+		return nil, 0, err
+	}
+	if hasBOM {
+		return append(append([]byte(nil), bom...), edited...), n, nil
+	}
+	return []byte(edited), n, nil
 }
 
 // normalizeNewlines turns every CRLF into LF and leaves lone CRs alone. Like
