@@ -43,7 +43,7 @@ func (m *mounted) seeFile(rel string) {
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	if _, err := m.store.ReadText(context.Background(), tg, func(string) {}); err != nil {
+	if _, err := m.store.Read(context.Background(), tg, func([]byte, bool) error { return nil }); err != nil {
 		m.t.Fatal(err)
 	}
 }

@@ -140,7 +140,7 @@ func TestDirectStoreReadRecordsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.store.ReadText(context.Background(), tg, func(string) {}); err != nil {
+	if _, err := h.store.Read(context.Background(), tg, func([]byte, bool) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	mustFail(t, h.edit(agent, "a.txt", "world", "there"), versionstore.CodeNotObserved,

@@ -79,8 +79,6 @@ var storeReasons = map[versionstore.Reason]string{
 	versionstore.ReasonNotRegular:   "not a regular file",
 	versionstore.ReasonOutside:      "outside the workspace",
 	versionstore.ReasonPermission:   "permission denied",
-	versionstore.ReasonBinary:       "binary file",
-	versionstore.ReasonInvalidUTF8:  "invalid UTF-8 text",
 	versionstore.ReasonChanged:      "file changed since it was read",
 	versionstore.ReasonGone:         "file no longer exists",
 	versionstore.ReasonMountWriting: "it is being written through the mount",
@@ -157,7 +155,7 @@ func errAmbiguousEdit(n int, display string) error {
 		"; provide a more specific old_string or set replace_all to true"}
 }
 
-// errNotText is an edit refused because the file is not UTF-8 text.
+// errNotText is a read or edit refused because the file is not UTF-8 text.
 func errNotText(verb, display string, binary bool) error {
 	why := "invalid UTF-8 text"
 	if binary {

@@ -2,7 +2,8 @@
 // edit — as the reference stack defines them: their names, descriptions and
 // schemas, argument validation and its messages, path resolution against a
 // cwd, the read window, the result texts, the structured values and the
-// remedies appended to write and edit errors, and the literal edit itself
+// remedies appended to write and edit errors, what makes a file text for
+// read (text.go: the NUL sniff, UTF-8, the BOM), and the literal edit itself
 // (matching, line endings, the BOM: literal.go), which it runs inside the
 // store's Update. Model-facing text matches the reference byte for byte,
 // except where the design contract says otherwise; the texts of failures

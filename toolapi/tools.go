@@ -55,7 +55,8 @@ func (s *Service) read(ctx context.Context, req Request) Result {
 		return failure("read", err)
 	}
 	w := newWindow(offset, limit, s.cfg.ReadMaxLineLength, s.cfg.ReadMaxBytes)
-	v, err := s.store.ReadText(ctx, t, w.Write)
+	text := &textDecoder{display: t.Display, sink: w.Write}
+	v, err := s.store.Read(ctx, t, text.feed)
 	if versionstore.CodeOf(err) == versionstore.CodeNotFound {
 		if oerr := s.observe(req.Actor, t, "read", policy.Absent); oerr != nil {
 			return failure("read", oerr)

@@ -143,7 +143,7 @@ func BenchmarkRead(b *testing.B) {
 			s, tg := benchStore(b, text)
 			b.SetBytes(int64(sz.n))
 			for b.Loop() {
-				if _, err := s.ReadText(context.Background(), tg, func(string) {}); err != nil {
+				if _, err := s.Read(context.Background(), tg, func([]byte, bool) error { return nil }); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -43,8 +43,6 @@ const (
 	ReasonPermission          // FS_PERMISSION_DENIED; Err is the cause
 	ReasonIO                  // FS_IO_ERROR; Err is the cause
 	ReasonTooLarge            // FS_TOO_LARGE: Size bytes (-1: grew while read) over Limit
-	ReasonBinary              // FS_NOT_TEXT: a NUL byte where text was expected
-	ReasonInvalidUTF8         // FS_NOT_TEXT
 	ReasonChanged             // FS_STALE_VERSION: not the version expected
 	ReasonGone                // FS_STALE_VERSION: a guarded replace found no file
 	ReasonMountWriting        // FS_STALE_VERSION: the mount is writing the file
@@ -66,8 +64,6 @@ var reasons = [...]struct {
 	ReasonPermission:   {CodePermissionDenied, "permission"},
 	ReasonIO:           {CodeIOError, "I/O"},
 	ReasonTooLarge:     {CodeTooLarge, "too large"},
-	ReasonBinary:       {CodeNotText, "NUL byte"},
-	ReasonInvalidUTF8:  {CodeNotText, "invalid UTF-8"},
 	ReasonChanged:      {CodeStaleVersion, "version mismatch"},
 	ReasonGone:         {CodeStaleVersion, "absent"},
 	ReasonMountWriting: {CodeStaleVersion, "mount writing"},

@@ -117,10 +117,13 @@ func (ts *testStore) target(rel string) Target {
 	return tg
 }
 
-// readAll reads rel through the store and returns its text and version.
+// readAll reads rel through the store and returns its bytes and version.
 func (ts *testStore) readAll(rel string) (string, Version, error) {
 	var b strings.Builder
-	v, err := ts.ReadText(context.Background(), ts.target(rel), func(s string) { b.WriteString(s) })
+	v, err := ts.Read(context.Background(), ts.target(rel), func(chunk []byte, _ bool) error {
+		b.Write(chunk)
+		return nil
+	})
 	return b.String(), v, err
 }
 

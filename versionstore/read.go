@@ -1,7 +1,6 @@
 package versionstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,20 +8,13 @@ import (
 	"os"
 	"sync"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/zeebo/blake3"
 	bolt "go.etcd.io/bbolt"
 )
 
-const (
-	// chunkSize is the streaming read unit, as the reference's read stream.
-	chunkSize = 64 << 10
-	// binarySniff is how many leading bytes a read checks for NUL.
-	binarySniff = 8192
-)
-
-var bom = []byte{0xEF, 0xBB, 0xBF}
+// chunkSize is the streaming read unit, as the reference's read stream.
+const chunkSize = 64 << 10
 
 // chunkPool recycles read buffers: a read of a small file should not cost a
 // 64 KiB allocation.
@@ -75,13 +67,14 @@ func (s *Store) openRegular(t Target, verb string) (*os.File, fs.FileInfo, error
 	return f, fi, nil
 }
 
-// ReadText streams the text of t to sink in decoded chunks (valid UTF-8,
-// split at rune boundaries, one leading BOM removed) and returns the version
-// of exactly the bytes it read. Errors, in the reference's order:
-// FS_NOT_FOUND (absent), FS_NOT_REGULAR_FILE, FS_NOT_TEXT ("binary file" for
-// a NUL in the first 8192 bytes, else "invalid UTF-8 text" anywhere).
-// sink may already have seen chunks when an error is returned.
-func (s *Store) ReadText(ctx context.Context, t Target, sink func(string)) (Version, error) {
+// Read streams the bytes of t to sink, a chunk at a time, and returns the
+// version of exactly the bytes read. Every chunk but the last fills the
+// store's 64 KiB buffer, which sink must not keep; last marks the file's
+// end (that chunk may be empty). An error from sink ends the read, is
+// returned as it is, and nothing is recorded: what makes a file text is the
+// caller's rule. The store's own errors: FS_NOT_FOUND (absent),
+// FS_NOT_REGULAR_FILE, FS_IO_ERROR, FS_ABORTED.
+func (s *Store) Read(ctx context.Context, t Target, sink func(chunk []byte, last bool) error) (Version, error) {
 	if ctx.Err() != nil {
 		return Version{}, fail(ReasonAborted, "read", "")
 	}
@@ -110,7 +103,7 @@ func (s *Store) ReadText(ctx context.Context, t Target, sink func(string)) (Vers
 	if unkept {
 		kept = make([]byte, 0, before.Size())
 	}
-	v, err := streamText(ctx, f, sink, t.Display, &kept)
+	v, err := streamBytes(ctx, f, sink, t.Display, &kept)
 	if err != nil {
 		return Version{}, err
 	}
@@ -151,83 +144,35 @@ func (s *Store) knownRecord(key string, fi fs.FileInfo) (known record, unkept bo
 	return known, unkept
 }
 
-// streamText hashes every byte of r while decoding it into sink, and
-// appends them to *keep unless it is nil.
-func streamText(ctx context.Context, r io.Reader, sink func(string), display string, keep *[]byte) (Version, error) {
+// streamBytes hashes every byte of r while handing it to sink, and appends
+// them to *keep unless it is nil.
+func streamBytes(ctx context.Context, r io.Reader, sink func([]byte, bool) error, display string, keep *[]byte) (Version, error) {
 	h := blake3.New()
 	bp := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(bp)
-	buf := *bp
-	var carry int // bytes of an incomplete rune kept at the front of buf
-	first := true
 	for {
 		if ctx.Err() != nil {
 			return Version{}, fail(ReasonAborted, "read", "")
 		}
-		n, err := io.ReadFull(r, buf[carry:])
+		n, err := io.ReadFull(r, *bp)
 		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
 			return Version{}, osError("read", display, err)
 		}
-		h.Write(buf[carry : carry+n])
+		chunk := (*bp)[:n]
+		h.Write(chunk)
 		if *keep != nil {
-			*keep = append(*keep, buf[carry:carry+n]...)
+			*keep = append(*keep, chunk...)
 		}
-		data := buf[:carry+n]
-		if first {
-			if bytes.IndexByte(data[:min(len(data), binarySniff)], 0) >= 0 {
-				return Version{}, fail(ReasonBinary, "read", display)
-			}
-			data = bytes.TrimPrefix(data, bom)
-			first = false
+		last := err != nil
+		if err := sink(chunk, last); err != nil {
+			return Version{}, err
 		}
-		end := len(data)
-		if err == nil {
-			end = completePrefix(data)
-		}
-		if !utf8.Valid(data[:end]) {
-			return Version{}, fail(ReasonInvalidUTF8, "read", display)
-		}
-		if end > 0 {
-			sink(string(data[:end]))
-		}
-		if err != nil {
+		if last {
 			var v Version
 			h.Sum(v[:0])
 			return v, nil
 		}
-		carry = copy(buf, data[end:])
 	}
-}
-
-// completePrefix is the length of the longest prefix of b that does not end
-// inside a multi-byte sequence that more input could complete.
-func completePrefix(b []byte) int {
-	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax+1; i-- {
-		c := b[i]
-		if c < utf8.RuneSelf {
-			return len(b)
-		}
-		if utf8.RuneStart(c) {
-			if need := seqLen(c); need > 0 && i+need > len(b) {
-				return i
-			}
-			return len(b)
-		}
-	}
-	return len(b)
-}
-
-// seqLen is the length of the UTF-8 sequence a lead byte announces (0 if none).
-func seqLen(c byte) int {
-	switch {
-	case c&0xE0 == 0xC0:
-		return 2
-	case c&0xF0 == 0xE0:
-		return 3
-	case c&0xF8 == 0xF0:
-		return 4
-	}
-	return 0
 }
 
 // readWhole reads all of t's regular file and returns its bytes and the
@@ -258,7 +203,7 @@ func (s *Store) readWhole(t Target, verb string) ([]byte, fs.FileInfo, error) {
 // more than maxBytes (FS_TOO_LARGE): by its size before reading, or by what
 // the read found if it grew since. It never reads more than maxBytes+1
 // bytes. Absent files are FS_NOT_FOUND, others FS_NOT_REGULAR_FILE, as for
-// ReadText.
+// Read.
 func (s *Store) ReadBytes(ctx context.Context, t Target, maxBytes int64) ([]byte, Version, error) {
 	if ctx.Err() != nil {
 		return nil, Version{}, fail(ReasonAborted, "read", "")

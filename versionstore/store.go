@@ -9,12 +9,13 @@
 // the workspace. The package knows nothing of actors' observations, tools,
 // FUSE or sockets, and imports no other package of the project.
 //
-// It offers storage and versions only: reads that report the version read,
-// writes under a guard, and Update, which runs a caller's function on a
+// It offers storage and versions only: reads that hand on a file's raw
+// bytes and report their version, writes under a guard, and Update, which runs a caller's function on a
 // file's bytes under its lock and compare-and-swap. It never writes a
 // sentence for the model: it fails with *Error values (a Code, a Reason, the
-// operation and display path), which toolapi words. What an edit means
-// (literal matching, line endings, the BOM) is toolapi's too.
+// operation and display path), which toolapi words. What makes a file text
+// and what an edit means (literal matching, line endings, the BOM) are
+// toolapi's too.
 package versionstore
 
 import (

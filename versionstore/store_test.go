@@ -170,7 +170,7 @@ func TestReadDoesNotTakeAMountCommitForAnOutsideChange(t *testing.T) {
 	}
 	sh := Writer{Kind: WriterMount, Pid: 42, Comm: "sh"}
 	committed := false
-	_, err := ts.ReadText(context.Background(), ts.target("f"), func(string) {
+	_, err := ts.Read(context.Background(), ts.target("f"), func([]byte, bool) error {
 		if !committed { // the shell closes the file during the read
 			committed = true
 			if _, err := ts.Refresh("f", sh); err != nil {
@@ -178,6 +178,7 @@ func TestReadDoesNotTakeAMountCommitForAnOutsideChange(t *testing.T) {
 			}
 			ts.doneWriting("f")
 		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
