@@ -56,8 +56,12 @@ func (s *Store) Checkpoints() ([]Checkpoint, error) {
 	return out, err
 }
 
-// ErrNoCheckpoint is wrapped by errors naming a checkpoint that does not exist.
-var ErrNoCheckpoint = errors.New("no such checkpoint")
+// The checkpoint errors, each wrapped with the name it is about.
+var (
+	ErrNoCheckpoint     = errors.New("no such checkpoint")
+	ErrCheckpointExists = errors.New("exists")
+	ErrCheckpointName   = errors.New("at most 200 characters, no slash or control characters")
+)
 
 // ErrWouldLose is wrapped by errors of a restore or rewind refused because
 // the bytes it would replace or remove are not kept anywhere.
@@ -78,7 +82,7 @@ func (s *Store) checkpoint(ctx context.Context, name string, auto bool, progress
 	}
 	if name != "" {
 		if _, err := s.findCheckpoint(name); err == nil {
-			return Checkpoint{}, fmt.Errorf("checkpoint %q exists", name)
+			return Checkpoint{}, fmt.Errorf("checkpoint %q %w", name, ErrCheckpointExists)
 		}
 	}
 	if _, err := s.Sync(ctx, progress); err != nil {
@@ -101,7 +105,7 @@ func (s *Store) mark(name string, auto bool) (Checkpoint, error) {
 				}
 			}
 		} else if b.Get([]byte(name)) != nil {
-			return fmt.Errorf("checkpoint %q exists", name)
+			return fmt.Errorf("checkpoint %q %w", name, ErrCheckpointExists)
 		}
 		files := 0
 		tx.Bucket(bucketFiles).ForEach(func(_, v []byte) error {
@@ -123,7 +127,7 @@ func (s *Store) mark(name string, auto bool) (Checkpoint, error) {
 
 func checkName(name string) error {
 	if len(name) > 200 || strings.ContainsAny(name, "\x00\n\r/") {
-		return fmt.Errorf("checkpoint name %q: at most 200 characters, no slash or control characters", name)
+		return fmt.Errorf("checkpoint name %q: %w", name, ErrCheckpointName)
 	}
 	return nil
 }
