@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -233,10 +234,16 @@ func (s *served) settledCPU(b *testing.B) time.Duration {
 	return last
 }
 
-// tailBuffer keeps the last 8 KiB written: a daemon's last words.
-type tailBuffer struct{ b []byte }
+// tailBuffer keeps the last 8 KiB written: a daemon's last words. It may
+// be read while the daemon still writes.
+type tailBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
 	if len(t.b) > 8192 {
 		t.b = t.b[len(t.b)-8192:]
@@ -244,7 +251,11 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tailBuffer) String() string { return string(t.b) }
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
 
 // raiseFileLimit lifts the soft RLIMIT_NOFILE to the hard one for the
 // daemons this process starts (Go raises its own, not its children's): the
