@@ -61,7 +61,8 @@ fuzz:
 bench:
 	$(GO) test ./versionstore ./toolapi ./udiff -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME)
 	$(GO) test ./unix-socket -run '^$$' -bench SocketLatency -benchtime 1x
-	$(GO) test ./integration -run '^$$' -bench Overhead -benchtime 1x -timeout 30m -v
+	$(GO) test ./integration -run '^$$' -bench Mount -benchtime 1x -timeout 60m -v
+	$(GO) test ./integration -run '^$$' -bench CaptureOverhead -benchtime 1x -timeout 30m -v
 	$(GO) test ./integration -run '^$$' -bench MCP -benchtime 1x -timeout 10m -v
 
 # 30 s of shell writers and tool actors on one mount, plus the in-process races,
