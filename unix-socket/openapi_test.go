@@ -30,7 +30,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		t.Errorf("servers: want exactly http://dshfs")
 	}
 	d := startDaemon(t, 0)
-	body := c.do(d.client.hc, exchange{method: "GET", target: "/v1/openapi.json", code: 200, loose: true})
+	body := c.do(d.hc, exchange{method: "GET", target: "/v1/openapi.json", code: 200, loose: true})
 	if string(body) != string(openAPIDoc) {
 		t.Errorf("GET /v1/openapi.json is not openapi.json")
 	}
@@ -105,7 +105,7 @@ func routeTable(t *testing.T) []string {
 // those in notProduced. The steps run in order on one workspace.
 func TestOpenAPIConformance(t *testing.T) {
 	d := startDaemon(t, 1<<20) // a small body limit: 413s are cheap
-	c := &conformance{apiCheck: newAPICheck(t), d: d, hc: d.client.hc, bare: serveBare(t, d)}
+	c := &conformance{apiCheck: newAPICheck(t), d: d, hc: d.hc, bare: serveBare(t, d)}
 	c.tools()
 	c.history()
 	c.showAndDiff()

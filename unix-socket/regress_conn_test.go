@@ -45,9 +45,9 @@ func TestCancelDoesNotBreakAPooledConn(t *testing.T) {
 	ctxA, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
 	errB := make(chan error, 1)
-	err = p.post(ctxA, "/fast", []byte(`{}`), func([]byte) error {
+	err = post(ctxA, p, "/fast", func(*body) error {
 		go func() {
-			errB <- p.post(context.Background(), "/slow", []byte(`{}`), func([]byte) error { return nil })
+			errB <- post(context.Background(), p, "/slow", nop)
 		}()
 		time.Sleep(50 * time.Millisecond) // B has the pooled connection and waits for its answer
 		cancelA()                         // A's caller gives up just as A finishes
@@ -86,15 +86,14 @@ func TestPooledConnAfterDaemonRestart(t *testing.T) {
 	first := serve()
 	p := &connPool{socket: sock}
 	defer p.close()
-	nop := func([]byte) error { return nil }
-	if err := p.post(context.Background(), "/v1/tools/read", []byte(`{}`), nop); err != nil {
+	if err := post(context.Background(), p, "/v1/tools/read", nop); err != nil {
 		t.Fatal(err)
 	}
 	first.Close() // the daemon goes away, closing its connections
 	time.Sleep(50 * time.Millisecond)
 	second := serve() // and a new one listens on the same socket
 	defer second.Close()
-	if err := p.post(context.Background(), "/v1/tools/read", []byte(`{}`), nop); err != nil {
+	if err := post(context.Background(), p, "/v1/tools/read", nop); err != nil {
 		t.Fatalf("first call after the daemon restarted: %v", err)
 	}
 }
@@ -115,11 +114,10 @@ func TestReceivedRequestIsNotRepeated(t *testing.T) {
 	})
 	p := &connPool{socket: sock}
 	defer p.close()
-	nop := func([]byte) error { return nil }
-	if err := p.post(context.Background(), "/v1/tools/edit", []byte(`{}`), nop); err != nil {
+	if err := post(context.Background(), p, "/v1/tools/edit", nop); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.post(context.Background(), "/v1/tools/edit", []byte(`{}`), nop); err == nil {
+	if err := post(context.Background(), p, "/v1/tools/edit", nop); err == nil {
 		t.Fatal("a call the daemon never answered succeeded")
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -165,11 +163,10 @@ func TestOversizedBodyGetsTheAnswer(t *testing.T) {
 	})
 	p := &connPool{socket: sock}
 	defer p.close()
-	nop := func([]byte) error { return nil }
-	if err := p.post(context.Background(), "/v1/tools/read", []byte(`{}`), nop); err != nil {
+	if err := post(context.Background(), p, "/v1/tools/read", nop); err != nil {
 		t.Fatal(err)
 	}
-	err := p.post(context.Background(), "/v1/tools/write", big, nop)
+	err := p.do(context.Background(), request{method: "POST", target: "/v1/tools/write", body: big}, nop)
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.Code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("oversized request on a pooled connection: %v, want the 413", err)
@@ -178,6 +175,13 @@ func TestOversizedBodyGetsTheAnswer(t *testing.T) {
 		t.Fatalf("the server read %d request heads, want 2: the refused request was sent again", n)
 	}
 }
+
+// post sends {} to target on p, the body of a 200 answer to read.
+func post(ctx context.Context, p *connPool, target string, read func(*body) error) error {
+	return p.do(ctx, request{method: "POST", target: target, body: []byte(`{}`)}, read)
+}
+
+func nop(*body) error { return nil }
 
 // rawServer serves HTTP/1.1 on a Unix socket by hand: answer is given each
 // request, its head read and its body not, and keeps the connection while

@@ -100,7 +100,7 @@ func TestRefusedChunkedBodyLeavesNothing(t *testing.T) {
 		io.LimitReader(zeros{}, 100<<20), strings.NewReader(`"}}`))
 	req, _ := http.NewRequest("POST", "http://dshfs/v1/tools/write", body)
 	req.ContentLength = -1 // chunked
-	resp, err := d.client.hc.Do(req)
+	resp, err := d.hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
