@@ -40,14 +40,11 @@ func (c *Client) Tools(ctx context.Context) ([]ToolDef, error) {
 // Call runs a tool. A tool failure is a result with IsError, not an error.
 func (c *Client) Call(ctx context.Context, name string, req ToolRequest) (ToolResult, error) {
 	var out ToolResult
-	b, ok := appendToolRequest(make([]byte, 0, 64+len(req.Actor)+len(req.Cwd)+len(req.Arguments)), req)
-	if !ok {
-		var err error
-		if b, err = json.Marshal(req); err != nil {
-			return out, err
-		}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return out, err
 	}
-	err := c.calls.do(ctx, request{method: http.MethodPost, target: "/v1/tools/" + url.PathEscape(name), body: b},
+	err = c.calls.do(ctx, request{method: http.MethodPost, target: "/v1/tools/" + url.PathEscape(name), body: b},
 		func(b *body) error {
 			data, err := b.all()
 			if err != nil {

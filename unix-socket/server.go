@@ -242,7 +242,7 @@ func (s *Server) serveFastRoute(fr *fastRoute) http.HandlerFunc {
 // net/http answer with it alike).
 func (s *Server) toolCall(ctx context.Context, name string, body []byte) (int, []byte) {
 	var req ToolRequest
-	if err := decodeToolRequest(body, &req); err != nil {
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&req); err != nil {
 		return http.StatusBadRequest, errorJSON("malformed JSON: " + err.Error())
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
