@@ -29,8 +29,7 @@ import (
 func TestCancelDoesNotBreakAPooledConn(t *testing.T) {
 	sock := rawServer(t, func(c net.Conn, req *http.Request) bool {
 		io.Copy(io.Discard, req.Body)
-		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{\"text\":\"ok\"}"))
-		return true
+		return answerOK(c)
 	})
 	p := &connPool{socket: sock}
 	defer p.close()
@@ -94,8 +93,7 @@ func TestReceivedRequestIsNotRepeated(t *testing.T) {
 		if requests.Add(1) > 1 {
 			return false // received, then gone without an answer
 		}
-		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{\"text\":\"ok\"}"))
-		return true
+		return answerOK(c)
 	})
 	p := &connPool{socket: sock}
 	defer p.close()
@@ -144,8 +142,7 @@ func TestOversizedBodyGetsTheAnswer(t *testing.T) {
 			return false
 		}
 		io.Copy(io.Discard, req.Body)
-		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{\"text\":\"ok\"}"))
-		return true
+		return answerOK(c)
 	})
 	p := &connPool{socket: sock}
 	defer p.close()
@@ -168,6 +165,12 @@ func post(ctx context.Context, p *connPool, target string, read func(*body) erro
 }
 
 func nop(*body) error { return nil }
+
+// answerOK answers a rawServer's request 200 and keeps the connection.
+func answerOK(c net.Conn) bool {
+	c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{\"text\":\"ok\"}"))
+	return true
+}
 
 // rawServer serves HTTP/1.1 on a Unix socket by hand: answer is given each
 // request, its head read and its body not, and keeps the connection while

@@ -164,15 +164,15 @@ func (p *connPool) unreachable(err error) error {
 // left in full: when it did not, the daemon cannot have acted on it.
 func (p *connPool) exchange(ctx context.Context, cc *callConn, req request, read func(*body) error) (written bool, err error) {
 	stop := cc.watch(ctx)
-	// fail closes cc, which failed, and returns err (or, if it is not
-	// read's, a transport error).
+	// fail closes cc, whose connection failed with connErr, and returns
+	// err, read's error saying more, or else a transport error.
 	fail := func(err, connErr error) error {
 		stop()
 		cc.c.Close()
 		switch {
 		case ctx.Err() != nil:
 			return p.unreachable(ctx.Err())
-		case err != nil:
+		case err != nil && err != connErr:
 			return err
 		}
 		return p.unreachable(connErr)
