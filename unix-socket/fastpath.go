@@ -45,7 +45,8 @@ type fastRoute struct {
 // newFastRoute reads r's pattern, which must end in its one wildcard.
 func newFastRoute(r route) *fastRoute {
 	method, path, _ := strings.Cut(r.pattern, " ")
-	prefix, last := path[:strings.LastIndexByte(path, '/')+1], path[strings.LastIndexByte(path, '/')+1:]
+	cut := strings.LastIndexByte(path, '/') + 1
+	prefix, last := path[:cut], path[cut:]
 	name, ok := strings.CutPrefix(last, "{")
 	name, ok2 := strings.CutSuffix(name, "}")
 	if !ok || !ok2 || name == "" || strings.ContainsAny(prefix, "{}") || method == "" {
