@@ -103,6 +103,34 @@ func FuzzDecodeToolResult(f *testing.F) {
 	})
 }
 
+// A request is decoded as json.Decoder decodes it: the value, or the
+// error.
+func TestDecodeRequestAsDecoder(t *testing.T) {
+	for _, c := range []string{
+		`{"actor":"a","cwd":"/w","arguments":{"file_path":"f.txt","limit":3}}`,
+		` { "arguments" : [1, {"x": "}"}] , "actor" : "b\u00e9\n" } `,
+		`{"arguments":null}`,
+		`{"arguments":{"a":1}} trailing`,
+		`{"arguments":{"a":1}}{"arguments":2}`,
+		`{"Actor":"folded","arguments":{}}`,
+		`{"actor":"a","actor":"b","arguments":{}}`,
+		`{"actor":5,"arguments":{}}`,
+		`{"arguments":{"a":}}`,
+		`{"arguments":{"a":1}`,
+		``,
+		`[]`,
+		"{\"actor\":\"\xff\",\"arguments\":{}}",
+		`{"arguments":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`, // past encoding/json's depth
+	} {
+		var got, want ToolRequest
+		werr := json.NewDecoder(strings.NewReader(c)).Decode(&want)
+		gerr := decodeRequest([]byte(c), &got)
+		if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() || !reflect.DeepEqual(got, want) {
+			t.Errorf("%.80s:\n got %+v %v\nwant %+v %v", c, got, gerr, want, werr)
+		}
+	}
+}
+
 // A repeated "error" key: encoding/json sets the pointer to nil for null
 // and decodes a later object into the struct it already allocated (fields
 // the later object omits keep their earlier values). The one-pass decoder

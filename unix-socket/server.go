@@ -242,7 +242,7 @@ func (s *Server) serveFastRoute(fr *fastRoute) http.HandlerFunc {
 // net/http answer with it alike).
 func (s *Server) toolCall(ctx context.Context, name string, body []byte) (int, []byte) {
 	var req ToolRequest
-	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&req); err != nil {
+	if err := decodeRequest(body, &req); err != nil {
 		return http.StatusBadRequest, errorJSON("malformed JSON: " + err.Error())
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
@@ -264,6 +264,18 @@ func (s *Server) toolCall(ctx context.Context, name string, body []byte) (int, [
 		return http.StatusInternalServerError, errorJSON("encode the answer")
 	}
 	return http.StatusOK, buf.Bytes()
+}
+
+// decodeRequest decodes a tool call's request as json.Decoder does (the
+// first value; anything after it is ignored), without the Decoder's copy
+// of the body where the body is that one value: a 64 MiB write is not held
+// twice.
+func decodeRequest(b []byte, req *ToolRequest) error {
+	if json.Unmarshal(b, req) == nil {
+		return nil
+	}
+	*req = ToolRequest{}
+	return json.NewDecoder(bytes.NewReader(b)).Decode(req)
 }
 
 // putAnswer keeps an answer's buffer for the next one, unless it is huge.
