@@ -53,7 +53,6 @@ fuzz:
 	$(GO) test ./toolapi -run '^$$' -fuzz '^FuzzWindow$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./toolapi -run '^$$' -fuzz '^FuzzDecodeArgs$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzDecodeToolResult$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzDecodeToolRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzAppendString$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzReadHead$$' -fuzztime $(FUZZTIME)
 

@@ -1,13 +1,9 @@
 package unixsocket
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,31 +12,23 @@ import (
 )
 
 // Client calls a dshfs daemon over its socket. It keeps at most 64
-// connections for tool calls and 64 for the other routes; more concurrent
-// calls wait for one.
+// connections for tool calls and 64 for the other routes (conn.go); more
+// concurrent calls wait for one.
 type Client struct {
 	Socket string
-	hc     *http.Client
-	calls  *connPool // tool calls: see conn.go
+	calls  *connPool // tool calls
+	other  *connPool // the other routes
 }
 
 // NewClient returns a client for the daemon listening at socket.
 func NewClient(socket string) *Client {
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-		MaxIdleConnsPerHost: 16,
-		MaxConnsPerHost:     maxClientConns,
-	}
-	return &Client{Socket: socket, hc: &http.Client{Transport: tr}, calls: &connPool{socket: socket}}
+	return &Client{Socket: socket, calls: &connPool{socket: socket}, other: &connPool{socket: socket}}
 }
 
 // CloseIdle closes the client's idle connections.
 func (c *Client) CloseIdle() {
-	c.hc.CloseIdleConnections()
 	c.calls.close()
+	c.other.close()
 }
 
 // Tools lists the model-facing tools.
@@ -52,19 +40,28 @@ func (c *Client) Tools(ctx context.Context) ([]ToolDef, error) {
 // Call runs a tool. A tool failure is a result with IsError, not an error.
 func (c *Client) Call(ctx context.Context, name string, req ToolRequest) (ToolResult, error) {
 	var out ToolResult
-	b, ok := appendToolRequest(make([]byte, 0, 64+len(req.Actor)+len(req.Cwd)+len(req.Arguments)), req)
-	if !ok {
-		var err error
-		if b, err = json.Marshal(req); err != nil {
-			return out, err
-		}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return out, err
 	}
-	err := c.calls.post(ctx, "/v1/tools/"+url.PathEscape(name), b, func(b []byte) error { return decodeToolResult(b, &out) })
-	var apiErr *APIError
-	if err != nil && !errors.As(err, &apiErr) {
-		err = fmt.Errorf("reach the dshfs daemon at %s: %w", c.Socket, err)
-	}
+	err = c.calls.do(ctx, request{method: http.MethodPost, target: "/v1/tools/" + url.PathEscape(name), body: b},
+		func(b *body) error {
+			data, err := b.all()
+			if err != nil {
+				return err
+			}
+			return badAnswer(decodeToolResult(data, &out))
+		})
 	return out, err
+}
+
+// badAnswer is err, an answer's body failing to decode, as the client
+// reports it.
+func badAnswer(err error) error {
+	if err != nil {
+		return fmt.Errorf("dshfs daemon: bad answer: %w", err)
+	}
+	return nil
 }
 
 // Status reports the daemon's state.
@@ -93,41 +90,23 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("dshfs daemon: %s (HTTP %d)", e.Message, e.Code)
 }
 
-// readAPIError is the error a 4xx or 5xx answer's body describes.
-func readAPIError(resp *http.Response) error {
-	var e ErrorBody
-	json.NewDecoder(resp.Body).Decode(&e)
-	return &APIError{Code: resp.StatusCode, Message: e.Error}
-}
-
-func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
+// do sends in (nil: no body) as JSON to the route and decodes a 200
+// answer into out.
+func (c *Client) do(ctx context.Context, method, target string, in, out any) error {
+	req := request{method: method, target: target}
+	if in != nil {
+		var err error
+		if req.body, err = json.Marshal(in); err != nil {
+			return err
+		}
+	}
+	return c.other.do(ctx, req, func(b *body) error {
+		data, err := b.all()
 		if err != nil {
 			return err
 		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://dshfs"+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("reach the dshfs daemon at %s: %w", c.Socket, err)
-	}
-	defer func() {
-		io.Copy(io.Discard, resp.Body) // to EOF, so the connection is reused
-		resp.Body.Close()
-	}()
-	if resp.StatusCode != http.StatusOK {
-		return readAPIError(resp)
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
+		return badAnswer(json.Unmarshal(data, out))
+	})
 }
 
 // RegisterProcess records that pid, and everything it starts, acts for
@@ -223,61 +202,43 @@ func (c *Client) GC(ctx context.Context, progress func(Progress)) (GCResult, err
 	return out, c.stream(ctx, "/v1/gc", struct{}{}, progress, &out)
 }
 
-// raw GETs path and returns the body of a 200 answer.
-func (c *Client) raw(ctx context.Context, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://dshfs"+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("reach the dshfs daemon at %s: %w", c.Socket, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, readAPIError(resp)
-	}
-	return io.ReadAll(resp.Body)
+// raw GETs target and returns the body of a 200 answer.
+func (c *Client) raw(ctx context.Context, target string) ([]byte, error) {
+	var out []byte
+	err := c.other.do(ctx, request{method: http.MethodGet, target: target}, func(b *body) (err error) {
+		out, err = b.all()
+		return err
+	})
+	return out, err
 }
 
-// stream POSTs body and reads a streamed answer: progress lines, then the
+// stream POSTs in and reads a streamed answer: progress lines, then the
 // result (decoded into out) or an error.
-func (c *Client) stream(ctx context.Context, path string, body any, progress func(Progress), out any) error {
-	b, err := json.Marshal(body)
+func (c *Client) stream(ctx context.Context, target string, in any, progress func(Progress), out any) error {
+	b, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://dshfs"+path, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/x-ndjson")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("reach the dshfs daemon at %s: %w", c.Socket, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return readAPIError(resp)
-	}
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var line struct {
-			Progress *Progress       `json:"progress"`
-			Result   json.RawMessage `json:"result"`
-			Error    string          `json:"error"`
+	req := request{method: http.MethodPost, target: target, body: b, accept: "application/x-ndjson"}
+	return c.other.do(ctx, req, func(b *body) error {
+		dec := json.NewDecoder(b)
+		for {
+			var line struct {
+				Progress *Progress       `json:"progress"`
+				Result   json.RawMessage `json:"result"`
+				Error    string          `json:"error"`
+			}
+			if err := dec.Decode(&line); err != nil {
+				return fmt.Errorf("dshfs daemon: the answer ended early: %w", err)
+			}
+			switch {
+			case line.Error != "":
+				return fmt.Errorf("dshfs daemon: %s", line.Error)
+			case line.Result != nil:
+				return json.Unmarshal(line.Result, out)
+			case line.Progress != nil && progress != nil:
+				progress(*line.Progress)
+			}
 		}
-		if err := dec.Decode(&line); err != nil {
-			return fmt.Errorf("dshfs daemon: the answer ended early: %w", err)
-		}
-		switch {
-		case line.Error != "":
-			return fmt.Errorf("dshfs daemon: %s", line.Error)
-		case line.Result != nil:
-			return json.Unmarshal(line.Result, out)
-		case line.Progress != nil && progress != nil:
-			progress(*line.Progress)
-		}
-	}
+	})
 }

@@ -98,9 +98,8 @@ func fastToolResult(b []byte, r *ToolResult) bool {
 }
 
 type parser struct {
-	b     []byte
-	i     int
-	depth int // the deepest nesting skip has passed through
+	b []byte
+	i int
 }
 
 func (p *parser) ws() {
@@ -317,7 +316,6 @@ func (p *parser) skip() ([]byte, bool) {
 			}
 		case c == '{' || c == '[':
 			depth++
-			p.depth = max(p.depth, depth)
 		case c == '}' || c == ']':
 			if depth == 0 {
 				return p.scalar(start)
@@ -354,64 +352,4 @@ func (p *parser) scalar(start int) ([]byte, bool) {
 		end--
 	}
 	return p.b[start:end], end > start
-}
-
-// decodeToolRequest decodes a tool call's request as
-// json.NewDecoder(bytes.NewReader(b)).Decode does, in one pass for the
-// requests harnesses send (actor, cwd and arguments, each at most once);
-// anything else is left to encoding/json, which also words the errors. The
-// request keeps nothing of b.
-func decodeToolRequest(b []byte, out *ToolRequest) error {
-	var r ToolRequest
-	if fastToolRequest(b, &r) {
-		*out = r
-		return nil
-	}
-	return json.NewDecoder(bytes.NewReader(b)).Decode(out)
-}
-
-// maxArgumentsDepth is the nesting of arguments past which the request is
-// left to encoding/json: far below its limit, far above any tool's needs.
-const maxArgumentsDepth = 1000
-
-// fastToolRequest reports whether it decoded b.
-func fastToolRequest(b []byte, r *ToolRequest) bool {
-	keys := [...]string{"actor", "cwd", "arguments"}
-	var seen [len(keys)]bool
-	p := parser{b: b}
-	if !p.byte('{') {
-		return false
-	}
-	for {
-		key, ok := p.plainString()
-		if !ok || !p.byte(':') {
-			return false
-		}
-		i := slices.Index(keys[:], key)
-		if i < 0 || seen[i] {
-			return false // other keys match regardless of case, or are ignored: encoding/json's
-		}
-		seen[i] = true
-		switch key {
-		case "actor":
-			r.Actor, ok = p.str()
-		case "cwd":
-			r.Cwd, ok = p.str()
-		case "arguments":
-			var raw []byte
-			raw, ok = p.skip()
-			// encoding/json refuses nesting past 10,000 levels, the
-			// request's own included; json.Valid counts only the value's.
-			ok = ok && p.depth < maxArgumentsDepth && string(raw) != "null" && json.Valid(raw)
-			r.Arguments = bytes.Clone(raw)
-		}
-		if !ok {
-			return false
-		}
-		if p.peekIs(',') {
-			p.i++
-			continue
-		}
-		return p.byte('}') && p.end()
-	}
 }

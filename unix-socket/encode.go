@@ -1,7 +1,6 @@
 package unixsocket
 
 import (
-	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 
@@ -144,28 +143,4 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
-}
-
-// appendToolRequest appends the JSON of a tool call's request: what
-// json.Marshal writes, up to insignificant space in the arguments and HTML
-// escaping in the strings. Arguments that are not valid JSON report false,
-// for json.Marshal to say what is wrong with them.
-func appendToolRequest(dst []byte, req ToolRequest) ([]byte, bool) {
-	if len(req.Arguments) == 0 || !json.Valid(req.Arguments) {
-		return dst, false
-	}
-	dst = append(dst, '{')
-	if req.Actor != "" {
-		dst = append(dst, `"actor":`...)
-		dst = appendString(dst, req.Actor)
-		dst = append(dst, ',')
-	}
-	if req.Cwd != "" {
-		dst = append(dst, `"cwd":`...)
-		dst = appendString(dst, req.Cwd)
-		dst = append(dst, ',')
-	}
-	dst = append(dst, `"arguments":`...)
-	dst = append(dst, req.Arguments...)
-	return append(dst, '}'), true
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -17,19 +18,42 @@ import (
 // The fast path. A tool call is the hot path of the socket, and net/http's
 // server costs about 25 µs of each round trip here (a reader goroutine per
 // request, header maps, the response writer's buffering). So each connection
-// is read first by serveConn: a well-formed HTTP/1.1 tool call — POST
-// /v1/tools/NAME with a Content-Length and nothing unusual, in the narrow
-// form head.go describes — is answered directly; at the first request that
-// is anything else, or whose body the connection ends before, the
-// connection, with the bytes already read, is handed to net/http for good.
-// So every request the fast path does not answer is answered by net/http
-// exactly as if there were no fast path. Both answer tool calls with the
-// same bytes.
+// is read first by serveConn: a well-formed HTTP/1.1 request of a fast
+// route of the table (route.fast: POST /v1/tools/{name}) with a
+// Content-Length and nothing unusual, in the narrow form head.go describes,
+// is answered directly; at the first request that is anything else, or
+// whose body the connection ends before, the connection, with the bytes
+// already read, is handed to net/http for good. So every request the fast
+// path does not answer is answered by net/http exactly as if there were no
+// fast path. Both answer with the route's fastHandler: the same bytes.
 
 const (
 	maxHead     = 64 << 10 // bytes of request line and headers the fast path reads
 	maxKeptBody = 64 << 10 // a connection keeps its head and body buffers up to this size
 )
+
+// fastRoute is a route of the table the fast path answers (route.fast):
+// a request whose line is method, prefix, a value for the wildcard of
+// a-z and _ only (no escapes, nothing net/http could read differently),
+// and HTTP/1.1.
+type fastRoute struct {
+	line     []byte // "METHOD PREFIX"
+	wildcard string
+	answer   fastHandler
+}
+
+// newFastRoute reads r's pattern, which must end in its one wildcard.
+func newFastRoute(r route) *fastRoute {
+	method, path, _ := strings.Cut(r.pattern, " ")
+	cut := strings.LastIndexByte(path, '/') + 1
+	prefix, last := path[:cut], path[cut:]
+	name, ok := strings.CutPrefix(last, "{")
+	name, ok2 := strings.CutSuffix(name, "}")
+	if !ok || !ok2 || name == "" || strings.ContainsAny(prefix, "{}") || method == "" {
+		panic("unixsocket: a fast route's pattern must be METHOD /path/{wildcard}: " + r.pattern)
+	}
+	return &fastRoute{line: []byte(method + " " + prefix), wildcard: name, answer: r.fast}
+}
 
 // handoff is the listener net/http serves: the connections serveConn gives
 // up.
@@ -90,6 +114,7 @@ type reqReader struct {
 	br       *bufio.Reader
 	t        timeouts
 	start    time.Time // the current request's first byte came (or the connection was accepted)
+	routes   []*fastRoute
 	h        head
 	body     []byte // the request body, its buffer reused while small
 	answered bool   // a request came before on this connection
@@ -97,8 +122,8 @@ type reqReader struct {
 
 type timeouts struct{ idle, head, read time.Duration }
 
-func newReqReader(c deadlineConn, t timeouts, accepted time.Time) *reqReader {
-	r := &reqReader{dr: deadlineReader{c: c}, t: t, start: accepted}
+func newReqReader(c deadlineConn, t timeouts, accepted time.Time, routes []*fastRoute) *reqReader {
+	r := &reqReader{dr: deadlineReader{c: c}, t: t, start: accepted, routes: routes}
 	r.br = bufio.NewReaderSize(&r.dr, 16<<10)
 	return r
 }
@@ -142,7 +167,7 @@ const (
 	closeConn verdict = iota // it ended or failed: close it, as net/http would, without an answer
 	handOff                  // the request is net/http's: hand it the connection (replay)
 	tooLarge                 // the body announced is over the limit: answer 413 and close
-	serve                    // a tool call read in full: r.h and r.body
+	serve                    // a request of a fast route read in full: r.h and r.body
 )
 
 // readHead waits for the next request and reads its head.
@@ -160,7 +185,7 @@ func (r *reqReader) readHead(maxBody int64) verdict {
 	if cap(r.h.raw) > maxKeptBody {
 		r.h.raw = nil // after a huge head, a small buffer again
 	}
-	switch fast, err := readHead(r.br, &r.h); {
+	switch fast, err := readHead(r.br, &r.h, r.routes); {
 	case err != nil:
 		return closeConn
 	case !fast:
@@ -208,7 +233,7 @@ func (s *Server) serveConn(c *countedConn, hand *handoff, accepted time.Time) {
 		}
 	}()
 	conn := c.Conn
-	r := newReqReader(conn, s.timeouts, accepted)
+	r := newReqReader(conn, s.timeouts, accepted, s.fast)
 	writing := lazyDeadline{set: conn.SetWriteDeadline}
 	for {
 		v := r.readHead(s.cfg.MaxBody)
@@ -228,7 +253,7 @@ func (s *Server) serveConn(c *countedConn, hand *handoff, accepted time.Time) {
 			c.Close()
 			return
 		}
-		code, answer := s.fastCall(r.h.tool, r.body)
+		code, answer := s.fastCall(r.h.route, r.h.value, r.body)
 		if cap(r.body) > maxKeptBody {
 			s.releaseLarge(cap(r.body))
 			r.body = nil // a large write's buffer is not kept while the connection idles
@@ -240,16 +265,16 @@ func (s *Server) serveConn(c *countedConn, hand *handoff, accepted time.Time) {
 	}
 }
 
-// fastCall runs a tool call as the net/http route does; a panic becomes a
-// 500, as there.
-func (s *Server) fastCall(name string, body []byte) (code int, answer []byte) {
+// fastCall answers a request of fr as the net/http route does; a panic
+// becomes a 500, as there.
+func (s *Server) fastCall(fr *fastRoute, value string, body []byte) (code int, answer []byte) {
 	defer func() {
 		if r := recover(); r != nil {
-			s.cfg.Logger.Error("panic in a tool call", "tool", name, "panic", r)
+			s.cfg.Logger.Error("handler panic", "path", string(fr.line)+value, "panic", r)
 			code, answer = http.StatusInternalServerError, errorJSON("internal error")
 		}
 	}()
-	return s.toolCall(context.Background(), name, body)
+	return fr.answer(context.Background(), value, body)
 }
 
 // answer writes one response, head and body in one writev, and returns

@@ -146,3 +146,22 @@ func TestDeadlineReader(t *testing.T) {
 		t.Fatalf("deadlines set %v, want %v", c.sets, want)
 	}
 }
+
+// A fast route's pattern is read once: its request line up to the
+// wildcard, and the wildcard's name. Any other shape is refused.
+func TestNewFastRoute(t *testing.T) {
+	fr := newFastRoute(route{pattern: "POST /v1/tools/{name}"})
+	if string(fr.line) != "POST /v1/tools/" || fr.wildcard != "name" {
+		t.Fatalf("line %q, wildcard %q", fr.line, fr.wildcard)
+	}
+	for _, p := range []string{"POST /v1/tools", "POST /v1/{a}/x", "POST /v1/{a}/{b}", "/v1/tools/{name}", "POST /v1/tools/{}"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("pattern %q taken", p)
+				}
+			}()
+			newFastRoute(route{pattern: p})
+		}()
+	}
+}

@@ -16,7 +16,7 @@ import (
 // (net/textproto's readMIMEHeader, net/http's readRequest, readTransfer and
 // the server's own checks):
 //
-//	POST /v1/tools/NAME HTTP/1.1 CRLF      NAME of a-z and _
+//	METHOD PREFIX VALUE HTTP/1.1 CRLF      a fast route's, VALUE of a-z and _
 //	*( field-name ":" OWS value OWS CRLF ) name of tchar, value of VCHAR, SP, HTAB
 //	CRLF
 //
@@ -64,8 +64,10 @@ func all(b []byte, set *[256]bool) bool {
 
 // head is what the fast path needs of a request's head.
 type head struct {
-	raw           []byte // every byte of the head read, to replay on a hand-off
-	tool          string
+	raw   []byte // every byte of the head read, to replay on a hand-off
+	route *fastRoute
+	value string // the route's wildcard's
+
 	contentLength int64
 	close         bool
 	hosts         int
@@ -77,7 +79,7 @@ type head struct {
 // read of the head, for net/http to read again. An error (nothing read
 // before the end of the connection, or a read that failed) closes the
 // connection, as net/http does without answering.
-func readHead(br *bufio.Reader, h *head) (fast bool, err error) {
+func readHead(br *bufio.Reader, h *head, routes []*fastRoute) (fast bool, err error) {
 	*h = head{raw: h.raw[:0]}
 	for {
 		start := len(h.raw)
@@ -95,7 +97,7 @@ func readHead(br *bufio.Reader, h *head) (fast bool, err error) {
 		case !ok:
 			return false, nil // a bare LF
 		case start == 0:
-			if !h.requestLine(line) {
+			if !h.requestLine(line, routes) {
 				return false, nil
 			}
 		case len(line) == 0:
@@ -118,24 +120,37 @@ func appendLine(br *bufio.Reader, raw []byte) ([]byte, error) {
 	}
 }
 
-func (h *head) requestLine(line []byte) bool {
-	rest, ok1 := bytes.CutPrefix(line, []byte("POST /v1/tools/"))
-	name, ok2 := bytes.CutSuffix(rest, []byte(" HTTP/1.1"))
-	if !ok1 || !ok2 || len(name) == 0 {
+// requestLine reports whether line is a request of one of routes, and
+// notes which, and its wildcard's value.
+func (h *head) requestLine(line []byte, routes []*fastRoute) bool {
+	line, ok := bytes.CutSuffix(line, []byte(" HTTP/1.1"))
+	if !ok {
 		return false
 	}
-	for _, c := range name {
-		if !('a' <= c && c <= 'z' || c == '_') {
-			return false // escapes, slashes, a query: net/http's
+	for _, r := range routes {
+		value, ok := bytes.CutPrefix(line, r.line)
+		if ok && plainValue(value) {
+			h.route, h.value = r, intern(value)
+			return true
 		}
 	}
-	h.tool = toolName(name)
-	return true
+	return false
 }
 
-// toolName is name as a string, without an allocation for the tools there
-// are.
-func toolName(name []byte) string {
+// plainValue reports whether v is a wildcard's value the fast path takes:
+// a-z and _ only. Escapes, slashes, a query are net/http's.
+func plainValue(v []byte) bool {
+	for _, c := range v {
+		if !('a' <= c && c <= 'z' || c == '_') {
+			return false
+		}
+	}
+	return len(v) > 0
+}
+
+// intern is v as a string, without an allocation for the values there
+// mostly are (the tools' names).
+func intern(name []byte) string {
 	switch string(name) {
 	case "read":
 		return "read"

@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -31,18 +32,24 @@ type memConn struct{ *bytes.Reader }
 
 func (memConn) SetReadDeadline(time.Time) error { return nil }
 
+// target is the request target of the request h is the head of.
+func (h *head) target() string {
+	_, prefix, _ := strings.Cut(string(h.route.line), " ")
+	return prefix + h.value
+}
+
 // fastRead reads data as the fast path reads a connection: the requests it
 // would answer, in order, what it then does (its verdict), and, on a
 // hand-off, the bytes net/http gets.
 func fastRead(data []byte) (seen []seenRequest, v verdict, handed []byte) {
 	in := bytes.NewReader(data)
-	r := newReqReader(memConn{in}, timeouts{idle: time.Hour, head: time.Hour, read: time.Hour}, time.Now())
+	r := newReqReader(memConn{in}, timeouts{idle: time.Hour, head: time.Hour, read: time.Hour}, time.Now(), NewServer(Config{}).fast)
 	for {
 		if v = r.readHead(DefaultMaxBody); v == serve {
 			v = r.readBody()
 		}
 		if v == tooLarge {
-			seen = append(seen, seenRequest{"/v1/tools/" + r.h.tool, r.h.contentLength, r.h.close, ""})
+			seen = append(seen, seenRequest{r.h.target(), r.h.contentLength, r.h.close, ""})
 		}
 		if v != serve {
 			if v == handOff {
@@ -51,7 +58,7 @@ func fastRead(data []byte) (seen []seenRequest, v verdict, handed []byte) {
 			}
 			return seen, v, handed
 		}
-		seen = append(seen, seenRequest{"/v1/tools/" + r.h.tool, r.h.contentLength, r.h.close, string(r.body)})
+		seen = append(seen, seenRequest{r.h.target(), r.h.contentLength, r.h.close, string(r.body)})
 		if r.h.close {
 			return seen, closeConn, nil
 		}

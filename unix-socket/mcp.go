@@ -256,27 +256,26 @@ var ErrNoMCP = errors.New("the daemon does not take MCP sessions")
 func upgradeMCP(uc *net.UnixConn, req MCPRequest, in, out *os.File) (*MCPControl, error) {
 	uc.SetDeadline(time.Now().Add(10 * time.Second))
 	body, _ := json.Marshal(req)
-	head := fmt.Sprintf("POST /v1/mcp HTTP/1.1\r\nHost: dshfs\r\nConnection: Upgrade\r\nUpgrade: %s\r\n"+
-		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", mcpUpgrade, len(body))
-	if _, err := uc.Write(append([]byte(head), body...)); err != nil {
+	cc := newCallConn(uc)
+	writeRequest(cc.w, request{method: http.MethodPost, target: "/v1/mcp", body: body, upgrade: mcpUpgrade})
+	if err := cc.w.Flush(); err != nil {
 		return nil, err
 	}
-	br := bufio.NewReader(uc)
-	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodPost})
+	a, err := readAnswer(cc.r)
 	if err != nil {
 		return nil, fmt.Errorf("upgrade to an MCP session: %w", err)
 	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		defer resp.Body.Close()
-		if resp.StatusCode == http.StatusNotFound {
-			return nil, ErrNoMCP
-		}
-		return nil, readAPIError(resp)
+	switch a.code {
+	case http.StatusSwitchingProtocols:
+	case http.StatusNotFound:
+		return nil, ErrNoMCP
+	default:
+		return nil, a.error()
 	}
 	rights := syscall.UnixRights(int(in.Fd()), int(out.Fd()))
 	if _, _, err := uc.WriteMsgUnix([]byte{0}, rights, nil); err != nil {
 		return nil, fmt.Errorf("hand the streams to the daemon: %w", err)
 	}
 	uc.SetDeadline(time.Time{})
-	return &MCPControl{conn: uc, r: br}, nil
+	return &MCPControl{conn: uc, r: cc.r}, nil
 }

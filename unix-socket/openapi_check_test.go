@@ -333,7 +333,7 @@ func serveBare(t *testing.T, d *daemon) *http.Client {
 	done := make(chan error, 1)
 	go func() { done <- NewServer(Config{Tools: d.svc}).Serve(l) }()
 	t.Cleanup(func() { l.Close(); <-done })
-	return NewClient(socket).hc
+	return httpClient(socket)
 }
 
 // absentPrefix is 4 hex digits that begin no version in h.

@@ -62,6 +62,8 @@ type Server struct {
 	ctx          context.Context // done when Serve returns: sessions end
 	stop         context.CancelFunc
 	mux          *http.ServeMux
+	routes       []route       // the route table
+	fast         []*fastRoute  // its fast routes
 	writeTimeout time.Duration // bounds writing an answer (streamed ones clear it)
 	timeouts                   // reading requests, on the fast path and net/http alike
 
@@ -96,26 +98,56 @@ func NewServer(cfg Config) *Server {
 		writeTimeout: cfg.CallTimeout + time.Minute, freed: make(chan struct{}, 1),
 		timeouts: timeouts{idle: 2 * time.Minute, head: 10 * time.Second, read: 2 * time.Minute}}
 	s.ctx, s.stop = context.WithCancel(context.Background())
-	// The route table, sorted.
-	s.mux.HandleFunc("POST /v1/actors/{actor}/processes", s.registerProcess)
-	s.mux.HandleFunc("GET /v1/checkpoints", s.needStore(s.checkpoints))
-	s.mux.HandleFunc("POST /v1/checkpoints", s.needStore(s.checkpoint))
-	s.mux.HandleFunc("GET /v1/diff", s.diff)
-	s.mux.HandleFunc("POST /v1/gc", s.needStore(s.gc))
-	s.mux.HandleFunc("GET /v1/history", s.history)
-	s.mux.HandleFunc("GET /v1/log", s.log)
-	s.mux.HandleFunc("POST /v1/mcp", s.mcp)
-	s.mux.HandleFunc("GET /v1/openapi.json", s.openAPI)
-	s.mux.HandleFunc("POST /v1/restore", s.restore)
-	s.mux.HandleFunc("POST /v1/rewind", s.needStore(s.rewind))
-	s.mux.HandleFunc("GET /v1/show", s.show)
-	s.mux.HandleFunc("GET /v1/status", s.status)
-	s.mux.HandleFunc("GET /v1/tools", s.tools)
-	s.mux.HandleFunc("POST /v1/tools/{name}", s.call)
+	s.routes = s.routeTable()
+	for _, r := range s.routes {
+		h := r.handler
+		if r.fast != nil {
+			fr := newFastRoute(r)
+			s.fast = append(s.fast, fr)
+			h = s.serveFastRoute(fr)
+		}
+		s.mux.HandleFunc(r.pattern, h)
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
 	return s
+}
+
+// route is one entry of the route table: net/http serves it with handler,
+// or, if fast is set, with fast, which the fast path (fastpath.go) calls
+// too for the requests it takes. A fast route's pattern ends in its one
+// wildcard, whose value fast is given with the request's body.
+type route struct {
+	pattern string
+	handler http.HandlerFunc
+	fast    fastHandler
+}
+
+// fastHandler answers a request of a fast route: the HTTP status and the
+// JSON answer, in a buffer putAnswer may take back. The answer keeps
+// nothing of body.
+type fastHandler func(ctx context.Context, wildcard string, body []byte) (code int, answer []byte)
+
+// routeTable is the API's routes, sorted.
+func (s *Server) routeTable() []route {
+	return []route{
+		{pattern: "POST /v1/actors/{actor}/processes", handler: s.registerProcess},
+		{pattern: "GET /v1/checkpoints", handler: s.needStore(s.checkpoints)},
+		{pattern: "POST /v1/checkpoints", handler: s.needStore(s.checkpoint)},
+		{pattern: "GET /v1/diff", handler: s.diff},
+		{pattern: "POST /v1/gc", handler: s.needStore(s.gc)},
+		{pattern: "GET /v1/history", handler: s.history},
+		{pattern: "GET /v1/log", handler: s.log},
+		{pattern: "POST /v1/mcp", handler: s.mcp},
+		{pattern: "GET /v1/openapi.json", handler: s.openAPI},
+		{pattern: "POST /v1/restore", handler: s.restore},
+		{pattern: "POST /v1/rewind", handler: s.needStore(s.rewind)},
+		{pattern: "GET /v1/show", handler: s.show},
+		{pattern: "GET /v1/status", handler: s.status},
+		{pattern: "GET /v1/tools", handler: s.tools},
+		{pattern: "POST /v1/tools/{name}", fast: s.toolCall},
+	}
 }
 
 // Handler is the API with panics turned into 500s.
@@ -177,38 +209,40 @@ func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.cfg.Tools.Tools())
 }
 
-func (s *Server) call(w http.ResponseWriter, r *http.Request) {
-	var code int
-	var b []byte
-	n := s.cfg.MaxBody + 1 // a body that long is refused by the MaxBytesReader
-	if r.ContentLength >= 0 {
-		n = min(n, r.ContentLength)
+// serveFastRoute serves fr through net/http, as the fast path does.
+func (s *Server) serveFastRoute(fr *fastRoute) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var code int
+		var b []byte
+		n := s.cfg.MaxBody + 1 // a body that long is refused by the MaxBytesReader
+		if r.ContentLength >= 0 {
+			n = min(n, r.ContentLength)
+		}
+		body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody), n)
+		defer s.releaseLarge(cap(body))
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			code, b = http.StatusRequestEntityTooLarge, errorJSON(fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody))
+		case err != nil:
+			code, b = http.StatusBadRequest, errorJSON("malformed JSON: "+err.Error())
+		default:
+			code, b = fr.answer(r.Context(), r.PathValue(fr.wildcard), body)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.WriteHeader(code)
+		w.Write(b)
+		putAnswer(b)
 	}
-	body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody), n)
-	defer s.releaseLarge(cap(body))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		code, b = http.StatusRequestEntityTooLarge, errorJSON(fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody))
-	case err != nil:
-		code, b = http.StatusBadRequest, errorJSON("malformed JSON: "+err.Error())
-	default:
-		code, b = s.toolCall(r.Context(), r.PathValue("name"), body)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(code)
-	w.Write(b)
-	putAnswer(b)
 }
 
 // toolCall runs the tool name with the request in body and returns the
-// HTTP status and the JSON answer, in a buffer putAnswer may take back.
-// Both the net/http route and the fast path answer with it. The request
-// keeps nothing of body.
+// HTTP status and the JSON answer (a fastHandler: the fast path and
+// net/http answer with it alike).
 func (s *Server) toolCall(ctx context.Context, name string, body []byte) (int, []byte) {
 	var req ToolRequest
-	if err := decodeToolRequest(body, &req); err != nil {
+	if err := decodeRequest(body, &req); err != nil {
 		return http.StatusBadRequest, errorJSON("malformed JSON: " + err.Error())
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
@@ -230,6 +264,18 @@ func (s *Server) toolCall(ctx context.Context, name string, body []byte) (int, [
 		return http.StatusInternalServerError, errorJSON("encode the answer")
 	}
 	return http.StatusOK, buf.Bytes()
+}
+
+// decodeRequest decodes a tool call's request as json.Decoder does (the
+// first value; anything after it is ignored), without the Decoder's copy
+// of the body where the body is that one value: a 64 MiB write is not held
+// twice.
+func decodeRequest(b []byte, req *ToolRequest) error {
+	if json.Unmarshal(b, req) == nil {
+		return nil
+	}
+	*req = ToolRequest{}
+	return json.NewDecoder(bytes.NewReader(b)).Decode(req)
 }
 
 // putAnswer keeps an answer's buffer for the next one, unless it is huge.

@@ -28,6 +28,7 @@ import (
 type daemon struct {
 	ws, socket string
 	client     *Client
+	hc         *http.Client // net/http's client, for requests Client does not make
 	svc        *toolapi.Service
 	store      *versionstore.Store
 	srv        *Server
@@ -54,7 +55,7 @@ func startDaemonWith(t testing.TB, cfg Config, tune func(*Server), wrap ...func(
 	d.svc, _ = toolapi.New(store, pol, toolapi.Config{})
 	cfg.Tools, cfg.Store = d.svc, store
 	cfg.Status = func() Status {
-		acts, _ := pol.Activity() // as the daemon's own (cmd/dshfs/serve.go)
+		acts, _ := pol.Activity() // as the daemon's own (daemon/serve.go)
 		return Status{Backing: d.ws, Socket: d.socket,
 			Actors: ActorSummary{Count: len(acts), Recent: acts[:min(len(acts), MaxRecentActors)]}}
 	}
@@ -85,7 +86,16 @@ func startDaemonWith(t testing.TB, cfg Config, tune func(*Server), wrap ...func(
 		store.Close()
 	})
 	d.client = NewClient(d.socket)
+	d.hc = httpClient(d.socket)
+	t.Cleanup(d.hc.CloseIdleConnections)
 	return d
+}
+
+// httpClient is a net/http client of the daemon at socket.
+func httpClient(socket string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx, socket) },
+	}}
 }
 
 func (d *daemon) call(t *testing.T, actor, tool, args string) ToolResult {
@@ -165,7 +175,7 @@ func TestProtocolFaults(t *testing.T) {
 	d := startDaemon(t, 1<<20)
 	raw := func(method, path, body string) (int, string) {
 		req, _ := http.NewRequest(method, "http://dshfs"+path, strings.NewReader(body))
-		resp, err := d.client.hc.Do(req)
+		resp, err := d.hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,7 +325,7 @@ func TestHundredMiBBody(t *testing.T) {
 	body := io.MultiReader(strings.NewReader(`{"arguments":{"file_path":"big","content":"`),
 		io.LimitReader(zeros{}, 100<<20), strings.NewReader(`"}}`))
 	req, _ := http.NewRequest("POST", "http://dshfs/v1/tools/write", body)
-	resp, err := d.client.hc.Do(req)
+	resp, err := d.hc.Do(req)
 	if err == nil {
 		defer resp.Body.Close()
 	}

@@ -1,4 +1,4 @@
-// Regression tests: each comment says what used to go wrong.
+// Each test's comment says what used to go wrong before it.
 
 package unixsocket
 
@@ -15,50 +15,35 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
-// post puts its connection back in the pool before it decodes the answer,
-// and stops its context.AfterFunc only when it returns. A caller whose
-// context ends in that window (a deadline expiring while a large answer is
-// decoded) sets a past deadline on a connection another call has already
-// taken from the pool: that call fails with an i/o timeout though its own
-// context is fine — after its request may have been carried out.
+// post put its connection back in the pool before it decoded the answer,
+// and stopped its context.AfterFunc only when it returned. A caller whose
+// context ended in that window (a deadline expiring while a large answer
+// was decoded) set a past deadline on a connection another call had
+// already taken from the pool: that call failed with an i/o timeout though
+// its own context was fine — after its request may have been carried out.
+// Now a connection goes back only once its hook can no longer fire: here
+// the context ends while the answer is read, so the connection is closed,
+// not pooled, and the next call is unharmed.
 func TestCancelDoesNotBreakAPooledConn(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "s.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/slow" {
-			time.Sleep(300 * time.Millisecond)
-		}
-		w.Header().Set("Content-Length", "13")
-		w.Write([]byte(`{"text":"ok"}`))
-	})}
-	go hs.Serve(l)
-	t.Cleanup(func() { hs.Close() })
-
+	sock := rawServer(t, func(c net.Conn, req *http.Request) bool {
+		io.Copy(io.Discard, req.Body)
+		return answerOK(c)
+	})
 	p := &connPool{socket: sock}
 	defer p.close()
 	ctxA, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
-	errB := make(chan error, 1)
-	err = p.post(ctxA, "/fast", []byte(`{}`), func([]byte) error {
-		go func() {
-			errB <- p.post(context.Background(), "/slow", []byte(`{}`), func([]byte) error { return nil })
-		}()
-		time.Sleep(50 * time.Millisecond) // B has the pooled connection and waits for its answer
-		cancelA()                         // A's caller gives up just as A finishes
-		time.Sleep(50 * time.Millisecond)
+	post(ctxA, p, "/fast", func(*body) error {
+		cancelA() // A's caller gives up just as A finishes
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
+	if n := len(p.idle); n != 0 {
+		t.Fatalf("%d connections pooled whose cancel hook had fired", n)
 	}
-	if err := <-errB; err != nil {
-		t.Fatalf("a call on a pooled connection failed because another call's context ended: %v", err)
+	if err := post(context.Background(), p, "/slow", nop); err != nil {
+		t.Fatalf("a call after another call's context ended: %v", err)
 	}
 }
 
@@ -86,15 +71,13 @@ func TestPooledConnAfterDaemonRestart(t *testing.T) {
 	first := serve()
 	p := &connPool{socket: sock}
 	defer p.close()
-	nop := func([]byte) error { return nil }
-	if err := p.post(context.Background(), "/v1/tools/read", []byte(`{}`), nop); err != nil {
+	if err := post(context.Background(), p, "/v1/tools/read", nop); err != nil {
 		t.Fatal(err)
 	}
-	first.Close() // the daemon goes away, closing its connections
-	time.Sleep(50 * time.Millisecond)
+	first.Close()     // the daemon goes away, closing its connections
 	second := serve() // and a new one listens on the same socket
 	defer second.Close()
-	if err := p.post(context.Background(), "/v1/tools/read", []byte(`{}`), nop); err != nil {
+	if err := post(context.Background(), p, "/v1/tools/read", nop); err != nil {
 		t.Fatalf("first call after the daemon restarted: %v", err)
 	}
 }
@@ -110,19 +93,18 @@ func TestReceivedRequestIsNotRepeated(t *testing.T) {
 		if requests.Add(1) > 1 {
 			return false // received, then gone without an answer
 		}
-		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{\"text\":\"ok\"}"))
-		return true
+		return answerOK(c)
 	})
 	p := &connPool{socket: sock}
 	defer p.close()
-	nop := func([]byte) error { return nil }
-	if err := p.post(context.Background(), "/v1/tools/edit", []byte(`{}`), nop); err != nil {
+	if err := post(context.Background(), p, "/v1/tools/edit", nop); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.post(context.Background(), "/v1/tools/edit", []byte(`{}`), nop); err == nil {
+	if err := post(context.Background(), p, "/v1/tools/edit", nop); err == nil {
 		t.Fatal("a call the daemon never answered succeeded")
 	}
-	time.Sleep(50 * time.Millisecond)
+	// A request sent again would have been counted before the call
+	// returned: the daemon counts each before it closes without an answer.
 	if n := requests.Load(); n != 2 {
 		t.Fatalf("the daemon received %d requests, want 2: the unanswered one was sent again", n)
 	}
@@ -160,16 +142,14 @@ func TestOversizedBodyGetsTheAnswer(t *testing.T) {
 			return false
 		}
 		io.Copy(io.Discard, req.Body)
-		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{\"text\":\"ok\"}"))
-		return true
+		return answerOK(c)
 	})
 	p := &connPool{socket: sock}
 	defer p.close()
-	nop := func([]byte) error { return nil }
-	if err := p.post(context.Background(), "/v1/tools/read", []byte(`{}`), nop); err != nil {
+	if err := post(context.Background(), p, "/v1/tools/read", nop); err != nil {
 		t.Fatal(err)
 	}
-	err := p.post(context.Background(), "/v1/tools/write", big, nop)
+	err := p.do(context.Background(), request{method: "POST", target: "/v1/tools/write", body: big}, nop)
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.Code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("oversized request on a pooled connection: %v, want the 413", err)
@@ -177,6 +157,19 @@ func TestOversizedBodyGetsTheAnswer(t *testing.T) {
 	if n := heads.Load(); n != 2 {
 		t.Fatalf("the server read %d request heads, want 2: the refused request was sent again", n)
 	}
+}
+
+// post sends {} to target on p, the body of a 200 answer to read.
+func post(ctx context.Context, p *connPool, target string, read func(*body) error) error {
+	return p.do(ctx, request{method: "POST", target: target, body: []byte(`{}`)}, read)
+}
+
+func nop(*body) error { return nil }
+
+// answerOK answers a rawServer's request 200 and keeps the connection.
+func answerOK(c net.Conn) bool {
+	c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{\"text\":\"ok\"}"))
+	return true
 }
 
 // rawServer serves HTTP/1.1 on a Unix socket by hand: answer is given each

@@ -1,4 +1,4 @@
-// Regression tests: each comment says what used to go wrong.
+// Each test's comment says what used to go wrong before it.
 
 package unixsocket
 

@@ -1,4 +1,4 @@
-// Regression tests: each comment says what used to go wrong.
+// Each test's comment says what used to go wrong before it.
 
 package unixsocket
 
@@ -56,12 +56,11 @@ func TestLongRewindOutlivesWriteTimeout(t *testing.T) {
 
 	// A long rewind: here the first file is busy for a while (its lock held).
 	unlock := store.Locks().Lock("a.txt")
-	go func() { time.Sleep(time.Second); unlock() }()
+	time.AfterFunc(5*srv.writeTimeout, unlock)
 
 	client := NewClient(socket)
 	defer client.CloseIdle()
 	_, rerr := client.Rewind(context.Background(), RewindRequest{Checkpoint: "cp"}, nil)
-	time.Sleep(100 * time.Millisecond)
 	b, _ := os.ReadFile(filepath.Join(ws, "b.txt"))
 	if rerr != nil || string(b) != "b1\n" {
 		t.Fatalf("rewind: %v; b.txt = %q, want \"b1\\n\"", rerr, b)
