@@ -29,6 +29,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -65,6 +66,9 @@ type Options struct {
 	// afterMake, for tests, runs when the daemon has made a directory,
 	// node or symlink, before it gives it to the caller.
 	afterMake func(dirfd int, name string)
+	// afterServe, for tests, runs once the daemon serves the mount at mnt,
+	// before the mount is ready.
+	afterServe func(mnt string)
 	// selfWindow, for tests, replaces the watcher's own-change window
 	// (see watch_linux.go).
 	selfWindow time.Duration
@@ -94,10 +98,12 @@ type FS struct {
 
 	timeout time.Duration // how long the kernel may trust entries and attributes
 
-	// passthrough says whether opens are passthrough; it is decided once,
-	// right after mounting, and read only after probed is closed.
+	// passthrough says whether opens are passthrough. It is decided once
+	// (probe), by the first request that needs to know or else right after
+	// mounting, and read only through Passthrough.
+	ptWanted    bool // asked for and allowed: CAP_PASSTHROUGH negotiated
+	probeOnce   sync.Once
 	passthrough bool
-	probed      chan struct{}
 	backingLost atomic.Bool // see backingCheck
 
 	afterMake  func(dirfd int, name string) // Options.afterMake
@@ -120,7 +126,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
 	f := &FS{store: store, rootFd: rootFd, mnt: mnt, log: opts.Logger, afterMake: opts.afterMake, actors: &Actors{}, info: opts.DaemonInfo,
-		writers: newWriters(store.Locks()), probed: make(chan struct{})}
+		writers: newWriters(store.Locks())}
 	f.selfWindow = cmp.Or(opts.selfWindow, selfWindow)
 	store.AttachWriters(f.writers)
 	if f.log == nil {
@@ -180,37 +186,49 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	if zeroMessageOpendir {
 		raw = dirStreams{raw}
 	}
-	server, err := serve(mnt, raw, &fopts.MountOptions)
-	if err != nil {
+	f.ptWanted = pt
+	if err := f.serve(raw, &fopts.MountOptions, opts.afterServe); err != nil {
 		f.watch.close()
 		unix.Close(rootFd)
 		return nil, mountError(err)
 	}
-	f.server = server
-	if pt {
-		if err := probePassthrough(server, rootFd); err != nil {
-			f.log.Warn("kernel passthrough is unavailable: every read and write goes through the daemon", "err", err)
-			pt = false
-		}
-	}
-	f.passthrough = pt
-	close(f.probed)
+	f.Passthrough() // decided now if no request has decided it yet
 	f.watch.start()
 	return f, nil
 }
 
-// serve mounts raw at mnt and serves it until unmounted.
-func serve(mnt string, raw fuse.RawFileSystem, opts *fuse.MountOptions) (*fuse.Server, error) {
-	server, err := fuse.NewServer(raw, mnt, opts)
+// serve mounts raw at f.mnt and serves it until unmounted. Requests may
+// arrive before it returns: go-fuse's WaitMount looks a name up in the
+// mount's root, which waits for a create in the root to be answered.
+func (f *FS) serve(raw fuse.RawFileSystem, opts *fuse.MountOptions, afterServe func(string)) error {
+	server, err := fuse.NewServer(raw, f.mnt, opts)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	f.server = server
 	go server.Serve()
+	if afterServe != nil {
+		afterServe(f.mnt)
+	}
 	if err := server.WaitMount(); err != nil {
 		server.Unmount()
-		return nil, err
+		return err
 	}
-	return server, nil
+	return nil
+}
+
+// probe decides whether opens are passthrough: they are if they may be and
+// a backing file registers on this connection (passthrough_linux.go). It
+// runs in a request or after WaitMount, so the connection is initialized.
+func (f *FS) probe() {
+	if !f.ptWanted {
+		return
+	}
+	if err := probePassthrough(f.server, f.rootFd); err != nil {
+		f.log.Warn("kernel passthrough is unavailable: every read and write goes through the daemon", "err", err)
+		return
+	}
+	f.passthrough = true
 }
 
 // checkMountpoint refuses a mount point inside the backing directory: the
@@ -238,7 +256,7 @@ func mountError(err error) error {
 // Passthrough reports whether the kernel reads and writes the mount's files
 // itself (passthrough_linux.go).
 func (f *FS) Passthrough() bool {
-	<-f.probed
+	f.probeOnce.Do(f.probe)
 	return f.passthrough
 }
 

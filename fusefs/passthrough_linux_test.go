@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dshfs/dshfs/internal/testfuse"
 	"github.com/dshfs/dshfs/versionstore"
+	"golang.org/x/sys/unix"
 )
 
 // As root on this kernel the mount is in passthrough mode (unless the tests
@@ -146,5 +149,48 @@ func TestReadersAndWritersOfOneFileMix(t *testing.T) {
 	m.waitUnmarked()
 	if h, _ := m.store.History("mixed"); len(h) == 0 || h[0].Version != versionstore.SumString("one\ntwo\n") {
 		t.Fatalf("history %+v, want the appended version", h)
+	}
+}
+
+// A file created in the mount's root while the mount is coming up is
+// answered: the create holds the root's lock, which go-fuse's WaitMount
+// needs for its lookup in the root, so the create must not wait for the
+// end of Mount to learn whether it is passthrough (it did, and the daemon
+// hung for good).
+func TestCreateInTheRootWhileMounting(t *testing.T) {
+	var backing string
+	created := make(chan error, 1)
+	mounting := func(mnt string) {
+		// Another process creates it: this one would meet go-fuse's poll
+		// hack (the runtime polls an opened file) before it ran.
+		sh := exec.Command("sh", "-c", `echo early > "$0"`, filepath.Join(mnt, "early"))
+		go func() { created <- sh.Run() }()
+		// Let the create reach the daemon: its backing file appears.
+		if !testfuse.WaitFor(10*time.Second, func() bool { _, err := os.Lstat(filepath.Join(backing, "early")); return err == nil }) {
+			t.Error("the early create never reached the daemon")
+		}
+		time.AfterFunc(20*time.Second, func() { abortConnection(mnt) })
+	}
+	m := mountWith(t, func(b string) { backing = b }, func(o *Options) { o.afterServe = mounting })
+	if err := <-created; err != nil {
+		t.Fatalf("the create while mounting: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(m.mnt, "early")); string(b) != "early\n" {
+		t.Fatalf("early: %q, %v", b, err)
+	}
+}
+
+// abortConnection ends the FUSE connection of the mount at mnt, so that a
+// hung daemon's callers fail instead of waiting for ever.
+func abortConnection(mnt string) {
+	if unix.Mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, "") == nil {
+		defer unix.Unmount("/sys/fs/fuse/connections", 0)
+	}
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == mnt {
+			_, minor, _ := strings.Cut(f[2], ":")
+			os.WriteFile("/sys/fs/fuse/connections/"+minor+"/abort", []byte("1"), 0)
+		}
 	}
 }
