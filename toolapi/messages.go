@@ -49,6 +49,11 @@ func describe(verb string, err error) error {
 	return &toolError{code: fe.Code, msg: storeMessage(op, fe) + remedy(verb, fe.Code), err: err}
 }
 
+// Describe words a failure of an operation the socket runs on the store
+// itself (verb: "checkpoint", "rewind", "gc") for the person who asked, as
+// the tools' failures are worded: "rewind aborted", not the store's data.
+func Describe(verb string, err error) error { return describe(verb, err) }
+
 // storeMessage is the reference's message for a store failure of op.
 func storeMessage(op string, e *versionstore.Error) string {
 	cannot := "cannot " + op + " " + quote(e.Path) + ": "

@@ -200,7 +200,7 @@ func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	cp, err := s.cfg.Store.Checkpoint(r.Context(), req.Name, nil)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		writeError(w, http.StatusBadRequest, toolapi.Describe("checkpoint", err).Error())
 		return
 	}
 	s.count("checkpoint")
@@ -281,7 +281,7 @@ func (s *Server) stream(w http.ResponseWriter, op string, run func(progress func
 	mu.Lock()
 	defer mu.Unlock()
 	if err != nil {
-		enc.Encode(streamLine{Error: err.Error()})
+		enc.Encode(streamLine{Error: toolapi.Describe(op, err).Error()})
 		return
 	}
 	s.count(op)
