@@ -66,7 +66,7 @@ func TestExchangeFileWithDirectory(t *testing.T) {
 	}
 	conflict := map[string]bool{}
 	for _, a := range res.Actions {
-		if a.Error != "" {
+		if a.Err != nil {
 			conflict[a.Path] = true
 		}
 	}

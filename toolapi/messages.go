@@ -54,6 +54,16 @@ func describe(verb string, err error) error {
 // the tools' failures are worded: "rewind aborted", not the store's data.
 func Describe(verb string, err error) error { return describe(verb, err) }
 
+// WordRewind words each conflict of a rewind (RewindAction.Err) into its
+// Error, for the person reading the report.
+func WordRewind(res *versionstore.RewindResult) {
+	for i, a := range res.Actions {
+		if a.Err != nil {
+			res.Actions[i].Error = describe("restore", a.Err).Error()
+		}
+	}
+}
+
 // storeMessage is the reference's message for a store failure of op.
 func storeMessage(op string, e *versionstore.Error) string {
 	cannot := "cannot " + op + " " + quote(e.Path) + ": "

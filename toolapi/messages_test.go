@@ -30,3 +30,22 @@ func TestDescribeWordsTimelineFailures(t *testing.T) {
 		}
 	}
 }
+
+// A rewind's conflicts are worded for the report as they always read.
+func TestWordRewind(t *testing.T) {
+	res := versionstore.RewindResult{Actions: []versionstore.RewindAction{
+		{Path: "a", Op: "restore"},
+		{Path: "b", Op: "restore", Err: versionstore.ErrBeingWritten},
+		{Path: "c", Op: "restore", Err: &versionstore.Error{Reason: versionstore.ReasonWouldLose, Op: "restore", Path: "c", Err: versionstore.ErrWouldLose}},
+		{Path: "d", Op: "restore", Err: &versionstore.Error{Code: versionstore.CodeStaleVersion, Reason: versionstore.ReasonChanged, Op: "restore", Path: "d"}},
+	}}
+	WordRewind(&res)
+	want := []string{"", "being written through the mount",
+		`cannot restore "c": ` + versionstore.ErrWouldLose.Error(),
+		`cannot restore "d": file changed since it was read`}
+	for i, a := range res.Actions {
+		if a.Error != want[i] {
+			t.Errorf("%s: %q, want %q", a.Path, a.Error, want[i])
+		}
+	}
+}

@@ -232,10 +232,12 @@ func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {
 	s.stream(w, "rewind", func(progress func(done, total int)) (any, error) {
 		// A rewind that has started runs to its end: a client that goes
 		// away must not leave the workspace half rewound.
-		return s.cfg.Store.Rewind(context.WithoutCancel(r.Context()), req.Checkpoint, versionstore.RewindOptions{
+		res, err := s.cfg.Store.Rewind(context.WithoutCancel(r.Context()), req.Checkpoint, versionstore.RewindOptions{
 			DryRun: req.DryRun, Paths: keys, Exclude: req.Exclude, Progress: progress,
 			Writer: versionstore.Writer{Kind: versionstore.WriterRestore, Actor: req.Actor},
 		})
+		toolapi.WordRewind(&res)
+		return res, err
 	})
 }
 

@@ -63,6 +63,15 @@ var (
 	ErrCheckpointName   = errors.New("at most 200 characters, no slash or control characters")
 )
 
+// The conflicts a rewind leaves a file at (RewindAction.Err), besides the
+// store's *Error values.
+var (
+	ErrNotRegularNow       = errors.New("not a regular file now")
+	ErrUnknownAtCheckpoint = errors.New("its version at the checkpoint is unknown (changed before dshfs had seen it)")
+	ErrBeingWritten        = errors.New("being written through the mount")
+	ErrChangedDuringRewind = errors.New("changed behind dshfs's back during the rewind")
+)
+
 // ErrWouldLose is wrapped by errors of a restore or rewind refused because
 // the bytes it would replace or remove are not kept anywhere.
 var ErrWouldLose = errors.New("its current bytes are not kept (over the capture limit, or they could not be stored), and replacing them would lose them")
@@ -264,11 +273,14 @@ func (s *Store) commitAfter(key string, snap snapshot, c change) error {
 
 // RewindAction is one file a rewind changed, or would change.
 type RewindAction struct {
-	Path  string  `json:"path"`
-	Op    string  `json:"op"`   // "restore", "recreate" or "remove"
-	From  Version `json:"from"` // zero: no file now
-	To    Version `json:"to"`   // zero: no file at the checkpoint
-	Error string  `json:"error,omitempty"`
+	Path string  `json:"path"`
+	Op   string  `json:"op"`   // "restore", "recreate" or "remove"
+	From Version `json:"from"` // zero: no file now
+	To   Version `json:"to"`   // zero: no file at the checkpoint
+	// Err is why the file was left as it is (a conflict), as data; Error
+	// is its words on the wire, filled by toolapi (WordRewind).
+	Err   error  `json:"-"`
+	Error string `json:"error,omitempty"`
 	// InGit marks a git repository's own files (under a .git directory):
 	// rewinding them undoes the commits and branch moves made since.
 	InGit bool `json:"in_git,omitempty"`
@@ -336,7 +348,7 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 			o.Progress(i, len(keys))
 		}
 		if a, ok := s.rewindOne(ctx, key, first[key], o.DryRun, o.Writer); ok {
-			if a.Error != "" {
+			if a.Err != nil {
 				res.Conflicts++
 			}
 			a.InGit = inGit(key)
@@ -345,7 +357,7 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 	}
 	for _, key := range s.owedUnplanned(first, o) {
 		v := s.indexVersion(key)
-		res.Actions = append(res.Actions, RewindAction{Path: key, Op: "restore", From: v, To: v, Error: "being written through the mount", InGit: inGit(key)})
+		res.Actions = append(res.Actions, RewindAction{Path: key, Op: "restore", From: v, To: v, Err: ErrBeingWritten, InGit: inGit(key)})
 		res.Conflicts++
 	}
 	if o.Progress != nil {
@@ -444,16 +456,16 @@ func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRu
 	s.flushPending()
 	known := s.indexVersion(key)
 	if fi, err := s.root.Lstat(key); err == nil && !fi.Mode().IsRegular() {
-		a.Op, a.Error = "restore", "not a regular file now"
+		a.Op, a.Err = "restore", ErrNotRegularNow
 		return a, true
 	}
 	cur, err := s.snapshotLocked(t, "rewind", s.objects.maxKeep+1)
 	switch {
 	case err != nil:
-		a.Op, a.Error = "restore", err.Error()
+		a.Op, a.Err = "restore", err
 		return a, true
 	case cur.fi != nil && !cur.fi.Mode().IsRegular():
-		a.Op, a.Error = "restore", "not a regular file now"
+		a.Op, a.Err = "restore", ErrNotRegularNow
 		return a, true
 	}
 	a.From = cur.version
@@ -469,29 +481,29 @@ func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRu
 		a.Op = "restore"
 	}
 	if e.PrevUnknown {
-		a.Error = "its version at the checkpoint is unknown (changed before dshfs had seen it)"
+		a.Err = ErrUnknownAtCheckpoint
 		return a, true
 	}
 	var data []byte
 	if !e.Prev.IsZero() {
 		if data, err = s.Object(e.Prev); err != nil {
-			a.Error = err.Error()
+			a.Err = err
 			return a, true
 		}
 	}
 	if s.dirty(key) {
-		a.Error = "being written through the mount"
+		a.Err = ErrBeingWritten
 		return a, true
 	}
 	if dryRun {
 		return a, true
 	}
 	if cur.version != known {
-		a.Error = "changed behind dshfs's back during the rewind"
+		a.Err = ErrChangedDuringRewind
 		return a, true
 	}
 	if _, err := s.putBackLocked(ctx, t, e.Prev, data, &known, w); err != nil {
-		a.Error = err.Error()
+		a.Err = err
 		return a, true
 	}
 	changed = true

@@ -4,10 +4,10 @@ package versionstore
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"strings"
 	"syscall"
 	"testing"
 )
@@ -139,7 +139,7 @@ func TestRewindDoesNotReadHugeFilesWhole(t *testing.T) {
 	must(t, err)
 	// The huge file's bytes are not kept, so the rewind refuses to replace
 	// it (it would lose them) — without reading it whole to find that out.
-	if res.Conflicts != 1 || !strings.Contains(res.Actions[0].Error, "not kept") {
+	if res.Conflicts != 1 || !errors.Is(res.Actions[0].Err, ErrWouldLose) {
 		t.Fatalf("rewind %+v: want a conflict over bytes that are not kept", res)
 	}
 	if fi, err := os.Stat(ts.path("f")); err != nil || fi.Size() != huge {

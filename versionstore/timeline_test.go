@@ -208,7 +208,7 @@ func TestRewindConflicts(t *testing.T) {
 		t.Fatalf("rewind: %+v %v", res, err)
 	}
 	for _, a := range res.Actions {
-		if (a.Error == "") != (a.Path == "unseen.txt") {
+		if (a.Err == nil) != (a.Path == "unseen.txt") {
 			t.Errorf("%s: error %q", a.Path, a.Error)
 		}
 	}
@@ -246,7 +246,7 @@ func TestRewindNamesFilesWithUncommittedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Conflicts != 1 || len(res.Actions) != 1 || res.Actions[0].Path != "open.txt" || res.Actions[0].Error != "being written through the mount" {
+	if res.Conflicts != 1 || len(res.Actions) != 1 || res.Actions[0].Path != "open.txt" || !errors.Is(res.Actions[0].Err, ErrBeingWritten) {
 		t.Fatalf("rewind: %+v, want open.txt alone named as being written", res)
 	}
 }
