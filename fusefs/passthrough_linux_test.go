@@ -159,6 +159,7 @@ func TestReadersAndWritersOfOneFileMix(t *testing.T) {
 // hung for good).
 func TestCreateInTheRootWhileMounting(t *testing.T) {
 	var backing string
+	var abort *time.Timer // ends the connection if the daemon hangs
 	created := make(chan error, 1)
 	mounting := func(mnt string) {
 		// Another process creates it: this one would meet go-fuse's poll
@@ -169,10 +170,12 @@ func TestCreateInTheRootWhileMounting(t *testing.T) {
 		if !testfuse.WaitFor(10*time.Second, func() bool { _, err := os.Lstat(filepath.Join(backing, "early")); return err == nil }) {
 			t.Error("the early create never reached the daemon")
 		}
-		time.AfterFunc(20*time.Second, func() { abortConnection(mnt) })
+		abort = time.AfterFunc(20*time.Second, func() { abortConnection(mnt) })
 	}
 	m := mountWith(t, func(b string) { backing = b }, func(o *Options) { o.afterServe = mounting })
-	if err := <-created; err != nil {
+	err := <-created
+	abort.Stop()
+	if err != nil {
 		t.Fatalf("the create while mounting: %v", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(m.mnt, "early")); string(b) != "early\n" {
