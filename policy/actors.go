@@ -18,6 +18,9 @@ const MaxActorBytes = 256
 // ErrActorTooLong is returned for an actor name over MaxActorBytes.
 var ErrActorTooLong = errors.New("actor name too long")
 
+// ErrActorNUL refuses an actor name with a NUL byte in it.
+var ErrActorNUL = errors.New("actor contains a NUL byte")
+
 // stampInterval is how stale an actor's activity stamp may grow before an
 // observation that changes nothing moves it: reads that only repeat what
 // the actor saw stay read-only transactions.

@@ -102,7 +102,7 @@ func (p *Policy) Observe(actor, key string, o Observation) error {
 		return nil
 	}
 	if bytes.IndexByte([]byte(actor), 0) >= 0 {
-		return fmt.Errorf("record observation: actor contains a NUL byte")
+		return fmt.Errorf("record observation: %w", ErrActorNUL)
 	}
 	if len(actor) > MaxActorBytes {
 		return fmt.Errorf("record observation: %w", ErrActorTooLong)
