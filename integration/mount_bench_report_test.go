@@ -42,15 +42,28 @@ func header(w io.Writer, first string, cols []string) {
 	fmt.Fprintf(w, "%s\t%s\t\n", first, strings.Join(cols, "\t"))
 }
 
-func timesTable(w io.Writer, res results) {
-	header(w, "workload", benchSystemNames)
+// workloadTable prints a row a workload and a column a col, each cell
+// what cell says of them.
+func workloadTable(w io.Writer, cols []string, cell func(col, workload string) string) {
+	header(w, "workload", cols)
 	for _, wl := range workloads {
-		fmt.Fprintf(w, "%s\t", wl.name)
-		for _, sys := range benchSystemNames {
-			fmt.Fprintf(w, "%.3f\t", median(res.seconds(sys, wl.name, wallOf)))
-		}
-		fmt.Fprintln(w)
+		row(w, wl.name, cols, func(col string) string { return cell(col, wl.name) })
 	}
+}
+
+// row prints one line: label, then cell of each col.
+func row(w io.Writer, label string, cols []string, cell func(col string) string) {
+	fmt.Fprintf(w, "%s\t", label)
+	for _, col := range cols {
+		fmt.Fprintf(w, "%s\t", cell(col))
+	}
+	fmt.Fprintln(w)
+}
+
+func timesTable(w io.Writer, res results) {
+	workloadTable(w, benchSystemNames, func(sys, wl string) string {
+		return fmt.Sprintf("%.3f", median(res.seconds(sys, wl, wallOf)))
+	})
 }
 
 // The ratios printed: each system against native, the dshfs mounts
@@ -60,53 +73,31 @@ var ratioPairs = [][2]string{{sysDshfs, sysNative}, {sysDshfsNoP, sysNative}, {s
 
 func ratiosTable(w io.Writer, res results) {
 	cols := make([]string, len(ratioPairs))
+	pairs := map[string][2]string{}
 	for i, p := range ratioPairs {
 		cols[i] = p[0] + "÷" + shortName(p[1])
+		pairs[cols[i]] = p
 	}
-	header(w, "workload", cols)
-	for _, wl := range workloads {
-		fmt.Fprintf(w, "%s\t", wl.name)
-		for _, p := range ratioPairs {
-			fmt.Fprintf(w, "%.2f×\t", res.ratio(p[0], p[1], wl.name))
-		}
-		fmt.Fprintln(w)
-	}
+	workloadTable(w, cols, func(col, wl string) string {
+		p := pairs[col]
+		return fmt.Sprintf("%.2f×", res.ratio(p[0], p[1], wl))
+	})
 }
 
 func shortName(sys string) string { return strings.TrimSuffix(sys, "-loopback") }
 
 func cpuTable(w io.Writer, res results) {
 	daemons := benchSystemNames[1:]
-	header(w, "workload", daemons)
-	for _, wl := range workloads {
-		fmt.Fprintf(w, "%s\t", wl.name)
-		for _, sys := range daemons {
-			fmt.Fprintf(w, "%.2f\t", median(res.seconds(sys, wl.name, cpuOf)))
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintf(w, "µs per extracted file\t")
-	for _, sys := range daemons {
-		fmt.Fprintf(w, "%.0f\t", res.cpuPerFile(sys))
-	}
-	fmt.Fprintln(w)
+	workloadTable(w, daemons, func(sys, wl string) string {
+		return fmt.Sprintf("%.2f", median(res.seconds(sys, wl, cpuOf)))
+	})
+	row(w, "µs per extracted file", daemons, func(sys string) string { return fmt.Sprintf("%.0f", res.cpuPerFile(sys)) })
 }
 
 func requestsTable(w io.Writer, counts requests) {
 	daemons := benchSystemNames[1:]
-	header(w, "workload", daemons)
-	for _, wl := range workloads {
-		fmt.Fprintf(w, "%s\t", wl.name)
-		for _, sys := range daemons {
-			fmt.Fprintf(w, "%d\t", sum(counts[sys][wl.name]))
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintf(w, "per extracted file\t")
-	for _, sys := range daemons {
-		fmt.Fprintf(w, "%.2f\t", counts.perFile(sys))
-	}
-	fmt.Fprintln(w)
+	workloadTable(w, daemons, func(sys, wl string) string { return fmt.Sprint(sum(counts[sys][wl])) })
+	row(w, "per extracted file", daemons, func(sys string) string { return fmt.Sprintf("%.2f", counts.perFile(sys)) })
 }
 
 // opcodeTable breaks each daemon's extraction down by opcode, per file.
