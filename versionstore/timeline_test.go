@@ -388,10 +388,11 @@ func TestRetention(t *testing.T) {
 
 // Old bytes past the retention age go, even within the budget.
 func TestRetentionAge(t *testing.T) {
-	ts := openTestStore(t, func(o *Options) { o.RetainAge = time.Nanosecond })
+	clock := &testClock{}
+	ts := openTestStore(t, func(o *Options) { o.RetainAge, o.Now = time.Nanosecond, clock.now })
 	ts.mountWrite("f.txt", "one\n")
 	ts.mountWrite("f.txt", "two\n")
-	time.Sleep(1100 * time.Millisecond) // stored times are in seconds
+	clock.advance(2 * time.Second) // stored times are in seconds
 	res, err := ts.GC(nil)
 	if err != nil || res.Removed != 1 || !ts.HasObject(SumString("two\n")) || ts.HasObject(SumString("one\n")) {
 		t.Fatalf("gc %+v %v", res, err)
