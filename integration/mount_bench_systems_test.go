@@ -167,16 +167,21 @@ func orDiscard(w io.Writer) io.Writer {
 }
 
 func (s *served) waitMounted(b *testing.B, name string) {
-	deadline := time.Now().Add(20 * time.Second)
-	for !testfuse.Mounted(s.dir) {
+	exited := false
+	mounted := testfuse.WaitFor(20*time.Second, func() bool {
 		select {
 		case <-s.exited:
-			b.Fatalf("%s exited before mounting:\n%s", name, s.stderr)
-		case <-time.After(20 * time.Millisecond):
+			exited = true
+			return true
+		default:
+			return testfuse.Mounted(s.dir)
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%s not mounted after 20 s:\n%s", name, s.stderr)
-		}
+	})
+	switch {
+	case exited:
+		b.Fatalf("%s exited before mounting:\n%s", name, s.stderr)
+	case !mounted:
+		b.Fatalf("%s not mounted after 20 s:\n%s", name, s.stderr)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshfs/dshfs/internal/testfuse"
 	"github.com/dshfs/dshfs/policy"
 	"github.com/dshfs/dshfs/toolapi"
 	"github.com/dshfs/dshfs/versionstore"
@@ -191,9 +192,7 @@ func startFDChild(t *testing.T, dir string) int {
 // waitFor polls cond until it holds, failing the test after timeout.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
+	if !testfuse.WaitFor(timeout, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }

@@ -1,6 +1,8 @@
 // Package testfuse holds what the mount tests of several packages share:
-// whether this machine can mount, and whether a directory is a mount point
-// now. It is for tests only; no program imports it.
+// whether this machine can mount, whether a directory is a mount point
+// now, and waiting for what the kernel or a daemon does after a call
+// returns (WaitFor, ClockPast). It is for tests only; no program imports
+// it.
 package testfuse
 
 import (
