@@ -138,14 +138,26 @@ func (w *workspace) content(rel string) string {
 	return string(b)
 }
 
-// indexVersion is the newest version the index holds for rel.
+// indexVersion is the newest version the index holds for rel, once the
+// files written through the mount are released.
 func (w *workspace) indexVersion(rel string) versionstore.Version {
 	w.t.Helper()
+	w.released()
 	h, err := w.store.History(rel)
 	if err != nil || len(h) == 0 {
 		w.t.Fatalf("history of %s: %v %v", rel, h, err)
 	}
 	return h[0].Version
+}
+
+// released waits, up to 2 s, until no file is being written through the
+// mount: with kernel passthrough a shell's write is committed at its
+// release, which the kernel sends after close(2) has returned.
+func (w *workspace) released() {
+	testfuse.WaitFor(2*time.Second, func() bool {
+		st, err := w.store.Stats()
+		return err == nil && st.Dirty == 0
+	})
 }
 
 // indexVersionBecomes waits, up to 2 s, for the index to hold want for rel
