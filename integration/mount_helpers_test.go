@@ -142,12 +142,18 @@ func (w *workspace) content(rel string) string {
 // files written through the mount are released.
 func (w *workspace) indexVersion(rel string) versionstore.Version {
 	w.t.Helper()
-	w.released()
-	h, err := w.store.History(rel)
+	h, err := w.history(rel)
 	if err != nil || len(h) == 0 {
 		w.t.Fatalf("history of %s: %v %v", rel, h, err)
 	}
 	return h[0].Version
+}
+
+// history is rel's history in the index, once the files written through
+// the mount are released.
+func (w *workspace) history(rel string) ([]versionstore.HistoryEntry, error) {
+	w.released()
+	return w.store.History(rel)
 }
 
 // released waits, up to 2 s, until no file is being written through the

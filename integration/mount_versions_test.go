@@ -148,7 +148,7 @@ func TestMountHistoryNamesTheWriter(t *testing.T) {
 	w := mountWorkspace(t)
 	w.sh("printf one > f.txt")
 	w.sh("printf two >> f.txt")
-	h, err := w.store.History("f.txt")
+	h, err := w.history("f.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestMountHistoryNamesTheWriter(t *testing.T) {
 		t.Fatalf("versions = %s %s", h[0].Version.Short(), h[1].Version.Short())
 	}
 	w.sh("rm f.txt")
-	h, _ = w.store.History("f.txt")
+	h, _ = w.history("f.txt")
 	if !h[0].Deleted || h[0].Writer.Comm != "rm" {
 		t.Fatalf("deletion = %+v", h[0])
 	}
