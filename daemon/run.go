@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dshfs/dshfs/fusefs"
+	"github.com/dshfs/dshfs/internal/quote"
 	"github.com/dshfs/dshfs/versionstore"
 )
 
@@ -79,7 +80,7 @@ func run(cfg Config, ready *Ready) error {
 	m.log.Info("mounted", "backing", cfg.Backing, "mountpoint", cfg.MountPoint, "state", cfg.StateDir, "socket", m.socket,
 		"open_file_limit", fileLimit, "passthrough", m.fsys.Passthrough())
 	if !ready.Report(nil) {
-		fmt.Fprintf(os.Stderr, "dshfs: %s mounted at %s, tools on %s (Ctrl-C to unmount)\n", cfg.Backing, cfg.MountPoint, m.socket)
+		fmt.Fprintf(os.Stderr, "dshfs: %s mounted at %s, tools on %s (Ctrl-C to unmount)\n", quote.Name(cfg.Backing), quote.Name(cfg.MountPoint), quote.Name(m.socket))
 	}
 	return m.wait(sig)
 }

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"unicode"
+
+	"github.com/dshfs/dshfs/internal/quote"
 )
 
 // DefaultStateDir is where a workspace's index lives: outside the workspace,
@@ -47,7 +49,7 @@ func fromLegacy(legacy, dir, real string) string {
 	if err := os.Rename(legacy, dir); err != nil {
 		return legacy
 	}
-	fmt.Fprintf(os.Stderr, "dshfs: moved the state directory %s to %s\n", legacy, dir)
+	fmt.Fprintf(os.Stderr, "dshfs: moved the state directory %s to %s\n", quote.Name(legacy), quote.Name(dir))
 	return dir
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	cquote "github.com/dshfs/dshfs/internal/quote" // toolapi has its own quote, the reference's
 	"github.com/dshfs/dshfs/udiff"
 	"github.com/dshfs/dshfs/versionstore"
 )
@@ -132,17 +133,19 @@ func pairRenames(changed []versionstore.FileChange) []versionstore.FileChange {
 	return kept
 }
 
-// fileDiff renders one file's change.
+// fileDiff renders one file's change. Its headers quote a path as git does
+// (cquote.Name): the agent names the files, and a newline in a name would
+// forge a header.
 func (s *Service) fileDiff(fc versionstore.FileChange) string {
 	oldPath := fc.Path
 	if fc.From != "" {
 		oldPath = fc.From
 	}
 	var head strings.Builder
-	fmt.Fprintf(&head, "diff --dshfs a/%s b/%s\n", oldPath, fc.Path)
+	fmt.Fprintf(&head, "diff --dshfs %s %s\n", cquote.Name("a/"+oldPath), cquote.Name("b/"+fc.Path))
 	switch {
 	case fc.From != "":
-		fmt.Fprintf(&head, "rename from %s\nrename to %s\n", fc.From, fc.Path)
+		fmt.Fprintf(&head, "rename from %s\nrename to %s\n", cquote.Name(fc.From), cquote.Name(fc.Path))
 	case fc.Before.IsZero() && !fc.BeforeUnknown:
 		head.WriteString("new file\n")
 	case fc.After.IsZero():
@@ -162,12 +165,13 @@ func (s *Service) fileDiff(fc versionstore.FileChange) string {
 	return head.String() + udiff.Unified(aName, bName, a, b, 3)
 }
 
-// side is one side of a diff: the bytes of v under name, /dev/null for no
-// file, or why the bytes cannot be shown.
+// side is one side of a diff: the bytes of v under name (quoted), /dev/null
+// for no file, or why the bytes cannot be shown.
 func (s *Service) side(v versionstore.Version, name string) ([]byte, string, error) {
 	if v.IsZero() {
 		return nil, "/dev/null", nil
 	}
+	name = cquote.Name(name)
 	data, err := s.store.Object(v)
 	if errors.Is(err, versionstore.ErrNotKept) {
 		return nil, name, fmt.Errorf("the bytes of %s at %s are not kept", name, v.Short())

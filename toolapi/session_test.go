@@ -92,3 +92,40 @@ func TestSessionDiff(t *testing.T) {
 	}
 	golden(t, "session-edited.diff", only)
 }
+
+// The agent names the files: a path with a control character is quoted in
+// every header, as git quotes it, so a newline in a name cannot forge a
+// header nor an escape sequence rewrite the reviewer's screen.
+func TestSessionDiffQuotesNames(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.put("x\ny.txt", "one\n")
+	h.put("tab\tname", "moved\n")
+	h.put("bin\x1b[2K", "\x00old")
+	if _, err := h.store.Checkpoint(ctx, "start", nil); err != nil {
+		t.Fatal(err)
+	}
+	h.put("x\ny.txt", "two\n")
+	h.mountRename("tab\tname", "esc\x1b[2K")
+	h.put("bin\x1b[2K", "\x00new")
+
+	d, err := h.svc.SessionDiff(ctx, SessionQuery{Since: "start"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `diff --dshfs "a/bin\033[2K" "b/bin\033[2K"
+Binary files "a/bin\033[2K" and "b/bin\033[2K" differ
+diff --dshfs "a/tab\tname" "b/esc\033[2K"
+rename from "tab\tname"
+rename to "esc\033[2K"
+diff --dshfs "a/x\ny.txt" "b/x\ny.txt"
+--- "a/x\ny.txt"
++++ "b/x\ny.txt"
+@@ -1 +1 @@
+-one
++two
+`
+	if d != want {
+		t.Fatalf("diff:\n%s\nwant:\n%s", d, want)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	cquote "github.com/dshfs/dshfs/internal/quote" // toolapi has its own quote, the reference's
 	"github.com/dshfs/dshfs/udiff"
 	"github.com/dshfs/dshfs/versionstore"
 )
@@ -89,7 +90,7 @@ func (s *Service) Diff(cwd, path, from, to string) (string, error) {
 			return nil, "/dev/null", nil
 		}
 		data, err := s.store.Object(v)
-		return data, t.Display + "@" + v.Short(), err
+		return data, cquote.Name(t.Display + "@" + v.Short()), err
 	}
 	da, na, err := side(a)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -60,7 +61,7 @@ func (s *Store) Checkpoints() ([]Checkpoint, error) {
 var (
 	ErrNoCheckpoint     = errors.New("no such checkpoint")
 	ErrCheckpointExists = errors.New("exists")
-	ErrCheckpointName   = errors.New("at most 200 characters, no slash or control characters")
+	ErrCheckpointName   = errors.New("at most 200 bytes of UTF-8, no slash or control characters")
 )
 
 // The conflicts a rewind leaves a file at (RewindAction.Err), besides the
@@ -134,8 +135,13 @@ func (s *Store) mark(name string, auto bool) (Checkpoint, error) {
 	return cp, err
 }
 
+// checkName refuses a checkpoint name that would not print as itself: a
+// control character (C0, DEL, C1) in it could rewrite the terminal of
+// whoever lists the checkpoints, and bytes that are not UTF-8 do not
+// survive JSON.
 func checkName(name string) error {
-	if len(name) > 200 || strings.ContainsAny(name, "\x00\n\r/") {
+	control := func(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f }
+	if len(name) > 200 || !utf8.ValidString(name) || strings.ContainsFunc(name, control) || strings.Contains(name, "/") {
 		return fmt.Errorf("checkpoint name %q: %w", name, ErrCheckpointName)
 	}
 	return nil

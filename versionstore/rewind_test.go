@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -147,5 +148,23 @@ func TestRewindDoesNotReadHugeFilesWhole(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > huge/2 {
 		t.Fatalf("rewinding one file over a %d MiB file (bytes not kept) allocated %d MiB", huge>>20, alloc>>20)
+	}
+}
+
+// A checkpoint's name is printed to terminals and typed back by people:
+// every control character is refused, as ErrCheckpointName says, and so
+// are bytes that are not UTF-8. (Only NUL, LF, CR and the slash were; an
+// ESC in a name could rewrite the screen of whoever listed checkpoints.)
+func TestCheckpointNameRefusesControlCharacters(t *testing.T) {
+	ts := openTestStore(t)
+	for _, name := range []string{"a\x1b[2Kb", "tab\there", "nul\x00", "line\nfeed", "del\x7f", "c1\u009b", "bad\xff", "a/b", strings.Repeat("x", 201)} {
+		if _, err := ts.Checkpoint(context.Background(), name, nil); !errors.Is(err, ErrCheckpointName) {
+			t.Errorf("checkpoint %q: %v, want ErrCheckpointName", name, err)
+		}
+	}
+	for _, name := range []string{"before refactor", "étape-1", "v2.0 \"rc\""} {
+		if _, err := ts.Checkpoint(context.Background(), name, nil); err != nil {
+			t.Errorf("checkpoint %q: %v", name, err)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/dshfs/dshfs/internal/quote"
 	"github.com/urfave/cli/v2"
 )
 
@@ -38,6 +39,6 @@ func runCheckpoint(c *cli.Context, name string) error {
 	if err != nil {
 		return daemonError(err)
 	}
-	fmt.Printf("checkpoint %s: %d files\n", cp.Name, cp.Files)
+	fmt.Printf("checkpoint %s: %d files\n", quote.Name(cp.Name), cp.Files)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dshfs/dshfs/internal/quote"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/urfave/cli/v2"
 )
@@ -52,7 +53,7 @@ func printCheckpoints(w io.Writer, cps []unixsocket.Checkpoint) error {
 		if cp.Auto {
 			note = "(made by a rewind)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", cp.Name, cp.Time.Local().Format(time.DateTime), cp.Files, note)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", quote.Name(cp.Name), cp.Time.Local().Format(time.DateTime), cp.Files, note)
 	}
 	return tw.Flush()
 }

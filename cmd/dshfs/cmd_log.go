@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dshfs/dshfs/internal/quote"
 	"github.com/dshfs/dshfs/toolapi"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/dshfs/dshfs/versionstore"
@@ -85,12 +86,12 @@ func printChanges(w io.Writer, changes []unixsocket.Change) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tOP\tPATH\tVERSION\tWRITER")
 	for _, c := range changes {
-		path := c.Path
+		path := quote.Name(c.Path)
 		switch {
 		case c.From != "":
-			path = c.Path + " (from " + c.From + ")"
+			path += " (from " + quote.Name(c.From) + ")"
 		case c.To != "":
-			path = c.Path + " (to " + c.To + ")"
+			path += " (to " + quote.Name(c.To) + ")"
 		}
 		v := describeVersion(c.Version)
 		if c.NotKept != "" {
@@ -111,7 +112,7 @@ func runHistory(ctx context.Context, client *unixsocket.Client, path string, asJ
 		return printJSON(h)
 	}
 	if len(h) == 0 {
-		fmt.Printf("no versions recorded for %s\n", path)
+		fmt.Printf("no versions recorded for %s\n", quote.Name(path))
 		return nil
 	}
 	return printHistory(os.Stdout, h)
@@ -135,7 +136,8 @@ func printHistory(w io.Writer, h []unixsocket.HistoryEntry) error {
 }
 
 // describeWriter says who wrote a version: `mount, sed (pid 812) for
-// harness-1` for a harness's shell.
+// harness-1` for a harness's shell. A process names itself, so its name is
+// quoted when it holds what a terminal would act on.
 func describeWriter(w versionstore.Writer) string {
 	switch w.Kind {
 	case versionstore.WriterTool:
@@ -146,9 +148,9 @@ func describeWriter(w versionstore.Writer) string {
 		}
 		return "restore"
 	case versionstore.WriterMount:
-		s := fmt.Sprintf("mount, %s (pid %d, uid %d)", w.Comm, w.Pid, w.Uid)
+		s := fmt.Sprintf("mount, %s (pid %d, uid %d)", quote.Name(w.Comm), w.Pid, w.Uid)
 		if w.Actor != "" {
-			s += " for " + w.Actor
+			s += " for " + quote.Name(w.Actor)
 		}
 		return s
 	}

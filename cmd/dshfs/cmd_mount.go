@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/dshfs/dshfs/daemon"
+	"github.com/dshfs/dshfs/internal/quote"
 	"github.com/dshfs/dshfs/toolapi"
 	"github.com/dshfs/dshfs/versionstore"
 	"github.com/urfave/cli/v2"
@@ -72,7 +73,7 @@ func runMount(o mountOptions, backing, mountpoint string) error {
 func prepareMountPoint(backing, mountpoint string, nonempty bool) (string, error) {
 	mnt, made, err := daemon.PrepareMountPoint(backing, mountpoint, nonempty)
 	if made != "" {
-		fmt.Printf("dshfs: made the mount point %s\n", made)
+		fmt.Printf("dshfs: made the mount point %s\n", quote.Name(made))
 	}
 	return mnt, err
 }
@@ -83,7 +84,7 @@ func startDaemon(cfg daemon.Config) error {
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
-	fmt.Printf("dshfs: mounted %s at %s (pid %d, log %s)\n", cfg.Backing, cfg.MountPoint, d.Pid, d.Log)
+	fmt.Printf("dshfs: mounted %s at %s (pid %d, log %s)\n", quote.Name(cfg.Backing), quote.Name(cfg.MountPoint), d.Pid, quote.Name(d.Log))
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/dshfs/dshfs/internal/quote"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/dshfs/dshfs/versionstore"
 	"github.com/urfave/cli/v2"
@@ -37,10 +38,10 @@ func runRestore(c *cli.Context, path, version, actor string) error {
 		return daemonError(err)
 	}
 	if res.From == res.To {
-		fmt.Printf("%s is already at %s\n", res.Path, res.To.Short())
+		fmt.Printf("%s is already at %s\n", quote.Name(res.Path), res.To.Short())
 		return nil
 	}
-	fmt.Printf("restored %s to %s (it was %s)\n", res.Path, res.To.Short(), describeVersion(res.From))
+	fmt.Printf("restored %s to %s (it was %s)\n", quote.Name(res.Path), res.To.Short(), describeVersion(res.From))
 	return nil
 }
 

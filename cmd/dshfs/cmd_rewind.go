@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/dshfs/dshfs/internal/quote"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/urfave/cli/v2"
 )
@@ -80,7 +81,7 @@ func printRewind(w io.Writer, res unixsocket.RewindResult) {
 	printActions(w, work, res.DryRun)
 	if len(git) > 0 {
 		fmt.Fprintf(w, "\nin .git/ (%d): git's own files; rewinding them undoes the commits, branch moves and staging made since %s.\n",
-			len(git), res.Checkpoint)
+			len(git), quote.Name(res.Checkpoint))
 		if res.DryRun {
 			fmt.Fprintln(w, "To leave the repository as it is, add --exclude .git.")
 		}
@@ -88,12 +89,12 @@ func printRewind(w io.Writer, res unixsocket.RewindResult) {
 	}
 	switch {
 	case len(res.Actions) == 0:
-		fmt.Fprintf(w, "nothing changed since %s\n", res.Checkpoint)
+		fmt.Fprintf(w, "nothing changed since %s\n", quote.Name(res.Checkpoint))
 	case res.DryRun:
 		fmt.Fprintf(w, "dry run: %d file(s) would change, %d conflict(s)\n", len(res.Actions)-res.Conflicts, res.Conflicts)
 	default:
 		fmt.Fprintf(w, "rewound to %s: %d file(s) changed, %d conflict(s); undo with: dshfs rewind %s\n",
-			res.Checkpoint, len(res.Actions)-res.Conflicts, res.Conflicts, res.Before)
+			quote.Name(res.Checkpoint), len(res.Actions)-res.Conflicts, res.Conflicts, quote.Name(res.Before))
 	}
 }
 
@@ -114,13 +115,13 @@ func printActions(w io.Writer, actions []unixsocket.RewindAction, dryRun bool) {
 	verbs := map[string][2]string{"restore": {"restored", "would restore"}, "recreate": {"recreated", "would recreate"}, "remove": {"removed", "would remove"}}
 	for _, a := range actions {
 		if a.Error != "" {
-			fmt.Fprintf(w, "conflict  %s: %s\n", a.Path, a.Error)
+			fmt.Fprintf(w, "conflict  %s: %s\n", quote.Name(a.Path), quote.Text(a.Error))
 			continue
 		}
 		verb := verbs[a.Op][0]
 		if dryRun {
 			verb = verbs[a.Op][1]
 		}
-		fmt.Fprintf(w, "%-9s %s\n", verb, a.Path)
+		fmt.Fprintf(w, "%-9s %s\n", verb, quote.Name(a.Path))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dshfs/dshfs/daemon"
+	"github.com/dshfs/dshfs/internal/quote"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/urfave/cli/v2"
 )
@@ -46,7 +47,7 @@ func runStatus(ctx context.Context, path string, asJSON bool) error {
 	if path != "" {
 		e, ok := daemon.Holding(all, absDir(path))
 		if !ok {
-			return cli.Exit(fmt.Sprintf("no dshfs mount holds %s", path), exitNotFound)
+			return cli.Exit(fmt.Sprintf("no dshfs mount holds %s", quote.Name(path)), exitNotFound)
 		}
 		all = []daemon.Entry{e}
 	}
@@ -95,11 +96,12 @@ func printStatus(entries []statusEntry) error {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MOUNT\tBACKING\tFILES\tDIRTY\tACTORS\tUPTIME\tUID\tPID\t")
 	for _, e := range entries {
+		mnt, backing := quote.Name(e.MountPoint), quote.Name(e.Backing)
 		if e.Note != "" {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t%d\t%s\t(%s)\n", e.MountPoint, e.Backing, e.UID, pidText(e.Pid), e.Note)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t%d\t%s\t(%s)\n", mnt, backing, e.UID, pidText(e.Pid), quote.Text(e.Note))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t\n", e.MountPoint, e.Backing, e.FilesIndexed, e.DirtyFiles,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t\n", mnt, backing, e.FilesIndexed, e.DirtyFiles,
 			e.Actors.Count, (time.Duration(e.UptimeSeconds) * time.Second).String(), e.UID, e.Pid)
 	}
 	return tw.Flush()

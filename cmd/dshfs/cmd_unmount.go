@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/dshfs/dshfs/daemon"
+	"github.com/dshfs/dshfs/internal/quote"
 	"github.com/urfave/cli/v2"
 )
 
@@ -28,14 +29,14 @@ func unmountCommand() *cli.Command {
 func runUnmount(mnt string) error {
 	e, ok := mountAt(daemon.ListMounts(), mnt)
 	if !ok {
-		return cli.Exit(fmt.Sprintf("no dshfs mount at %s; dshfs status lists the running mounts", mnt), exitNotFound)
+		return cli.Exit(fmt.Sprintf("no dshfs mount at %s; dshfs status lists the running mounts", quote.Name(mnt)), exitNotFound)
 	}
 	detached, err := daemon.Stop(e)
 	if err != nil {
 		return lookupExit(err)
 	}
 	if detached {
-		fmt.Printf("dshfs: detached %s, whose daemon was gone\n", e.MountPoint)
+		fmt.Printf("dshfs: detached %s, whose daemon was gone\n", quote.Name(e.MountPoint))
 	}
 	return nil
 }

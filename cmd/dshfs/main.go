@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/dshfs/dshfs/internal/quote"
 	"github.com/urfave/cli/v2"
 )
 
@@ -86,13 +87,16 @@ func run(args []string) int {
 	if err == nil {
 		return exitOK
 	}
+	// An error may echo a name the daemon or the system did not quote (a
+	// path in a store's message, a file in a mount point): its control
+	// characters are escaped so it cannot rewrite the terminal.
 	if ec, ok := err.(cli.ExitCoder); ok {
 		if msg := err.Error(); msg != "" {
-			fmt.Fprintln(os.Stderr, "dshfs:", msg)
+			fmt.Fprintln(os.Stderr, "dshfs:", quote.Text(msg))
 		}
 		return ec.ExitCode()
 	}
-	fmt.Fprintln(os.Stderr, "dshfs:", err)
+	fmt.Fprintln(os.Stderr, "dshfs:", quote.Text(err.Error()))
 	return exitUsage
 }
 
