@@ -87,3 +87,15 @@ func TestRewindUnderExchangeRace(t *testing.T) {
 	wantSameTree(t, "rewind under the race", before, treeState(t, ts.path("victim")))
 	noTemps(t, ts.dir)
 }
+
+// A kernel without openat2 (before 5.6), as darwin: every key's directory
+// is opened one element at a time with O_NOFOLLOW|O_DIRECTORY, and the
+// same attacks fail the same way.
+func TestKeyDirWithoutOpenat2(t *testing.T) {
+	noOpenat2.Store(true)
+	t.Cleanup(func() { noOpenat2.Store(false) })
+	t.Run("walk", TestWalkDir)
+	t.Run("sync", TestSyncDoesNotReadThroughSymlinkedParent)
+	t.Run("rewind", TestRewindDoesNotActThroughSymlinkedParent)
+	t.Run("race", TestRewindUnderExchangeRace)
+}

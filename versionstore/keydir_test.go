@@ -2,6 +2,7 @@ package versionstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -183,4 +184,40 @@ func TestRewindDoesNotActThroughSymlinkedParent(t *testing.T) {
 func containsQuoted(desc, content string) bool {
 	q := fmt.Sprintf("%q", content)
 	return len(desc) >= len(q) && desc[len(desc)-len(q):] == q
+}
+
+// openDir opens real directories below the root only, and creates the
+// missing ones.
+func TestWalkDir(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("a/b/f", "x")
+	must(t, os.Symlink("a", ts.path("link")))
+	must(t, os.Symlink("b", ts.path("a/blink")))
+	for _, c := range []struct {
+		dir    string
+		create bool
+		want   error // nil: opened
+	}{
+		{"a/b", false, nil},
+		{"a/b/", false, nil},
+		{"link", false, syscall.ENOTDIR},
+		{"link/b", true, syscall.ENOTDIR},
+		{"a/blink", false, syscall.ENOTDIR},
+		{"a/b/f", false, syscall.ENOTDIR},
+		{"a/b/f/g", true, syscall.ENOTDIR},
+		{"a/c", false, fs.ErrNotExist},
+		{"a/c/d", true, nil},
+		{"../a", false, syscall.EXDEV},
+	} {
+		err := ts.inKeyDir(c.dir+"/x", c.create, func(keyDir) error { return nil })
+		if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
+			t.Errorf("open %s (create %v): %v, want %v", c.dir, c.create, err, c.want)
+		}
+	}
+	if fi, err := os.Lstat(ts.path("a/c/d")); err != nil || !fi.IsDir() {
+		t.Errorf("a/c/d not created: %v", err)
+	}
+	if _, err := os.Lstat(ts.path("a/b/f/g")); err == nil {
+		t.Error("a/b/f/g created")
+	}
 }
