@@ -49,7 +49,7 @@ func (s *Store) preserveLocked(key string, queued bool) (absent bool) {
 		return false // created by the change in progress: nothing came before
 	}
 	at := s.now() // before the stat, for the racy rule
-	fi, err := s.root.Lstat(key)
+	fi, err := s.lstatKey(key)
 	if err != nil {
 		return errors.Is(err, fs.ErrNotExist)
 	}

@@ -20,40 +20,50 @@ const chunkSize = 64 << 10
 // 64 KiB allocation.
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
 
-// statTarget stats t's key, following a final symlink. An absent file (or a
-// dangling link) is (nil, nil).
+// statTarget stats t's key, never following a symlink: the key has every
+// link resolved, so a link there is a dangling one the resolver kept as
+// the key (absent, as the reference says) or one put there since, which
+// must not lead anywhere. An absent file is (nil, nil); a directory on the
+// way that is a link or a file now is FS_NOT_FOUND (ReasonParentNotDir).
 func (s *Store) statTarget(t Target, verb string) (fs.FileInfo, error) {
-	fi, err := s.root.Stat(t.Key)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+	fi, err := s.lstatKey(t.Key)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
-		// A dangling link the resolver kept as the key (os.Root also
-		// refuses to follow absolute links): absent, as the reference says.
-		if lfi, lerr := s.root.Lstat(t.Key); lerr == nil && lfi.Mode()&fs.ModeSymlink != 0 {
-			return nil, nil
-		}
-	}
-	if err != nil {
-		return nil, osError(verb, t.Display, err)
+	case err != nil:
+		return nil, keyError(verb, t.Display, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, nil
 	}
 	return fi, nil
 }
 
+// keyError maps the failure of an operation on a key's file.
+func keyError(verb, display string, err error) error {
+	if errors.Is(err, syscall.ENOTDIR) {
+		e := fail(ReasonParentNotDir, verb, display)
+		e.Err = err
+		return e
+	}
+	return osError(verb, display, err)
+}
+
 // openRegular opens t's key for reading and checks, on the open descriptor,
 // that it is a regular file. O_NONBLOCK keeps a FIFO swapped in after the
-// stat from blocking the open.
+// stat from blocking the open; a symlink is not followed (ELOOP).
 func (s *Store) openRegular(t Target, verb string) (*os.File, fs.FileInfo, error) {
-	f, err := s.root.OpenFile(t.Key, os.O_RDONLY|syscall.O_NONBLOCK|oNoatime, 0)
+	f, err := s.openKey(t.Key, os.O_RDONLY|syscall.O_NONBLOCK|oNoatime)
 	if errors.Is(err, syscall.EPERM) && oNoatime != 0 {
 		// O_NOATIME needs ownership (or CAP_FOWNER); without it, read plainly.
-		f, err = s.root.OpenFile(t.Key, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		f, err = s.openKey(t.Key, os.O_RDONLY|syscall.O_NONBLOCK)
 	}
-	if errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil, fail(ReasonMissing, verb, t.Display)
-	}
-	if err != nil {
-		return nil, nil, osError(verb, t.Display, err)
+	case errors.Is(err, syscall.ELOOP):
+		return nil, nil, fail(ReasonNotRegular, verb, t.Display)
+	case err != nil:
+		return nil, nil, keyError(verb, t.Display, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {

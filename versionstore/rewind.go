@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -226,11 +227,8 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []b
 	if v.IsZero() {
 		// As publish does: look once more, as late as possible, so a write
 		// straight into the backing directory is not removed unseen.
-		if fi, err := s.root.Lstat(t.Key); err != nil || fingerprintOf(fi) != cur.fp {
-			return res, fail(ReasonChanged, "restore", t.Display)
-		}
-		if err := s.root.Remove(t.Key); err != nil {
-			return res, osError("remove", t.Display, err)
+		if err := s.removeKey(t, cur.fp); err != nil {
+			return res, err
 		}
 		return res, s.commitAfter(t.Key, cur, change{writer: w, at: at})
 	}
@@ -461,7 +459,7 @@ func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRu
 	defer unlock()
 	s.flushPending()
 	known := s.indexVersion(key)
-	if fi, err := s.root.Lstat(key); err == nil && !fi.Mode().IsRegular() {
+	if fi, err := s.lstatKey(key); err == nil && !fi.Mode().IsRegular() {
 		a.Op, a.Err = "restore", ErrNotRegularNow
 		return a, true
 	}
@@ -525,7 +523,9 @@ func (s *Store) syncPath(key string) {
 	if s.dirty(key) {
 		return
 	}
-	if _, err := s.root.Lstat(key); errors.Is(err, fs.ErrNotExist) {
+	// Not found by the walk: gone, unless a file came since, through real
+	// directories. A link on the way is never followed.
+	if _, err := s.lstatKey(key); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		if !s.indexVersion(key).IsZero() {
 			s.logErr("record a deletion", key, s.commit([]string{key}, []change{{writer: External, at: s.now()}}))
 		}

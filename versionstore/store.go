@@ -4,9 +4,11 @@
 // bounded history with writer identity, the kept bytes of every version (the
 // object store), the journal of changes, checkpoints, restore and rewind.
 //
-// Every file access goes through an os.Root on the backing directory and every
-// path is resolved inside it first, so nothing here can read or write outside
-// the workspace. The package knows nothing of actors' observations, tools,
+// Every path is resolved inside the backing directory first (an os.Root), and
+// every operation on a resolved key goes through the descriptor of its
+// directory, opened without following a symlink (keydir.go), so nothing here
+// can read or write outside the workspace, nor through a link put where a
+// directory the index knows used to be. The package knows nothing of actors' observations, tools,
 // FUSE or sockets, and imports no other package of the project.
 //
 // It offers storage and versions only: reads that hand on a file's raw
@@ -27,6 +29,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -75,8 +78,10 @@ type Options struct {
 // Store is the versioned view of one workspace directory.
 type Store struct {
 	root     *os.Root
-	rootPath string   // real absolute path of the workspace root
-	roots    []string // every absolute path that names the root
+	rootDir  *os.File        // the root again, for the descriptors of keydir.go
+	rootConn syscall.RawConn // rootDir's, held while a key's directory is used
+	rootPath string          // real absolute path of the workspace root
+	roots    []string        // every absolute path that names the root
 	db       *bolt.DB
 	locks    Locks
 	log      *slog.Logger
@@ -128,8 +133,15 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
+	rootDir, rootConn, err := openRootDir(real)
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
 	s := &Store{
 		root:         root,
+		rootDir:      rootDir,
+		rootConn:     rootConn,
 		rootPath:     real,
 		log:          opts.Logger,
 		euid:         os.Geteuid(),
@@ -161,6 +173,7 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 	}
 	if s.db, err = openIndex(absIndex, s.log); err != nil {
 		root.Close()
+		rootDir.Close()
 		return nil, err
 	}
 	maxKeep := opts.CaptureMaxBytes
@@ -170,6 +183,7 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 	if s.objects, err = newObjectStore(filepath.Join(filepath.Dir(absIndex), "objects"), maxKeep); err != nil {
 		s.db.Close()
 		root.Close()
+		rootDir.Close()
 		return nil, err
 	}
 	s.retain.init(opts.RetainBytes, opts.RetainAge)
@@ -184,6 +198,21 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 	s.syncDone.Add(1)
 	go s.syncLoop(interval)
 	return s, nil
+}
+
+// openRootDir opens the workspace directory as a file: os.Root does not
+// hand out its descriptor.
+func openRootDir(real string) (*os.File, syscall.RawConn, error) {
+	f, err := os.Open(real)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open workspace: %w", err)
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("open workspace: %w", err)
+	}
+	return f, rc, nil
 }
 
 func appendRoots(roots []string, p string) []string {
@@ -366,7 +395,7 @@ func (s *Store) Close() error {
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketMeta).Put(keyClean, []byte{1})
 		})
-		err = errors.Join(err, s.db.Sync(), s.db.Close(), s.root.Close())
+		err = errors.Join(err, s.db.Sync(), s.db.Close(), s.root.Close(), s.rootDir.Close())
 		if err != nil {
 			s.closeErr = fmt.Errorf("close index: %w", err)
 		}

@@ -90,10 +90,11 @@ func TestDanglingSymlinks(t *testing.T) {
 		}
 	}
 	// A dangling link to a directory is not followed to create it: the
-	// key would not be the path the bytes land at.
+	// key would not be the path the bytes land at. The link is where a
+	// directory of the key should be: a parent that is not a directory.
 	must(t, os.Symlink("realdir", ts.path("dlink")))
 	_, err := ts.write("dlink/sub/f.txt", "x", anyway)
-	wantErr(t, err, ReasonIO, "write", "/ws/dlink/sub/f.txt", syscall.ENOTDIR)
+	wantErr(t, err, ReasonParentNotDir, "write", "/ws/dlink/sub/f.txt", syscall.ENOTDIR)
 	if _, err := os.Stat(ts.path("realdir")); !os.IsNotExist(err) {
 		t.Fatal("the write created directories through a dangling link")
 	}

@@ -91,7 +91,7 @@ func (s *Store) noteVersion(key string, fp fingerprint, v Version, at time.Time,
 	}
 	unlock := s.locks.Lock(key)
 	defer unlock()
-	fi, err := s.root.Stat(key)
+	fi, err := s.lstatKey(key)
 	if err != nil || fingerprintOf(fi) != fp {
 		return
 	}
@@ -124,7 +124,7 @@ func (s *Store) indexAgrees(key string, fp fingerprint, v Version) bool {
 func (s *Store) noteAbsent(key string) {
 	unlock := s.locks.Lock(key)
 	defer unlock()
-	if _, err := s.root.Lstat(key); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := s.lstatKey(key); !errors.Is(err, fs.ErrNotExist) {
 		return
 	}
 	s.flushPending() // the mount's record of the deletion may wait in its batch
@@ -204,7 +204,7 @@ func (s *Store) Refresh(key string, w Writer) (Version, error) {
 	// so its history stays in order without a transaction of its own.
 	born := s.takeBornAbsent(key)
 	from, to := s.takeRename(key)
-	if fi, err := s.root.Lstat(key); err == nil && !fi.Mode().IsRegular() {
+	if fi, err := s.lstatKey(key); err == nil && !fi.Mode().IsRegular() {
 		// A symlink, FIFO or directory has no version of its own (and a
 		// symlink's target is another path's business): the path holds no
 		// file now, which is a deletion if the index had one.

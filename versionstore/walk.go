@@ -3,7 +3,6 @@ package versionstore
 import (
 	"context"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -81,7 +80,7 @@ func (s *Store) Sync(ctx context.Context, progress func(done, total int)) (SyncS
 
 // syncKnown looks at one file the walk found, r being its index entry.
 func (s *Store) syncKnown(key string, r record, st *SyncStats) {
-	fi, err := os.Lstat(filepath.Join(s.rootPath, filepath.FromSlash(key)))
+	fi, err := s.lstatKey(key)
 	if err != nil {
 		return
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"syscall"
 	"time"
 )
@@ -233,23 +232,36 @@ func (s *Store) snapshotRecord(key string, snap snapshot) (change, bool) {
 // publish makes data the content of t atomically: a temp file in the same
 // directory is written, given perm (and prior's owner, when the store may),
 // fsynced, then renamed over the target, or hard-linked for a create that
-// must not replace anything. Missing parents are created. A symlink is never
-// replaced: resolution already points t at the link's target, and a dangling
-// link is not a regular file. On failure nothing is left behind and the
-// target is untouched. It returns the stat of the published file.
+// must not replace anything. Missing parents are created. Every step is
+// made relative to one descriptor of the target's directory, opened
+// without following a link (keydir.go): a directory swapped for a link
+// meanwhile can neither redirect the publish nor strand the temp file. A
+// symlink is never replaced: resolution already points t at the link's
+// target, and a dangling link is not a regular file. On failure nothing is
+// left behind and the target is untouched. It returns the stat of the
+// published file.
 func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte, perm fs.FileMode, prior *snapshot, create bool) (fs.FileInfo, error) {
 	if ctx.Err() != nil {
 		return nil, fail(ReasonAborted, verb, "")
 	}
-	dir, base := path.Split(t.Key)
-	if err := s.mkdirParents(dir); err != nil {
-		return nil, osError(verb, t.Display, err)
-	}
-	tmp, err := s.writeTemp(dir, base, data, perm, prior.fi)
+	var fi fs.FileInfo
+	err := s.inKeyDir(t.Key, true, func(d keyDir) (err error) {
+		fi, err = s.publishIn(ctx, d, t, verb, data, perm, prior, create)
+		return err
+	})
 	if err != nil {
 		return nil, osError(verb, t.Display, err)
 	}
-	defer s.root.Remove(tmp) // a no-op once renamed or unlinked below
+	return fi, nil
+}
+
+// publishIn is publish in the target's open directory d.
+func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, data []byte, perm fs.FileMode, prior *snapshot, create bool) (fs.FileInfo, error) {
+	tmp, err := s.writeTemp(d, data, perm, prior.fi)
+	if err != nil {
+		return nil, osError(verb, t.Display, err)
+	}
+	defer d.remove(tmp) // a no-op once renamed or unlinked below
 	if s.beforePublish != nil {
 		s.beforePublish()
 	}
@@ -258,15 +270,15 @@ func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte,
 		return nil, fail(ReasonAborted, verb, "")
 	}
 	if create {
-		if err := s.root.Link(tmp, t.Key); err != nil {
-			return nil, s.createFailure(t, err)
+		if err := d.link(tmp, d.name); err != nil {
+			return nil, s.createFailure(d, t, err)
 		}
-		s.root.Remove(tmp) // before the stat: the extra name changes ctime and nlink
+		d.remove(tmp) // before the stat: the extra name changes ctime and nlink
 	} else {
 		// The snapshot was checked under the lock, but a process writing
 		// straight into the backing directory does not take it: look once
 		// more, as late as possible, so such a write is not replaced unseen.
-		fi, err := s.root.Lstat(t.Key)
+		fi, err := d.lstat(d.name)
 		switch {
 		case err == nil && !fi.Mode().IsRegular():
 			return nil, fail(ReasonNotRegular, verb, t.Display)
@@ -274,11 +286,11 @@ func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte,
 			err == nil && fingerprintOf(fi) != prior.fp:
 			return nil, fail(ReasonChanged, verb, t.Display)
 		}
-		if err := s.root.Rename(tmp, t.Key); err != nil {
+		if err := d.rename(tmp, d.name); err != nil {
 			return nil, osError(verb, t.Display, err)
 		}
 	}
-	fi, err := s.root.Lstat(t.Key)
+	fi, err := d.lstat(d.name)
 	if err != nil {
 		// Published, but it vanished at once: the next access rehashes.
 		return nil, nil
@@ -286,35 +298,10 @@ func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte,
 	return fi, nil
 }
 
-// mkdirParents creates the missing directories of dir (slash-terminated,
-// relative) one component at a time, refusing to go through a symlink:
-// resolution put the key below real directories only, and a directory
-// appearing as a link since must not redirect the write.
-func (s *Store) mkdirParents(dir string) error {
-	var done string
-	for _, c := range splitPath(dir) {
-		done = path.Join(done, c)
-		fi, err := s.root.Lstat(done)
-		if errors.Is(err, fs.ErrNotExist) {
-			if err := s.root.Mkdir(done, s.dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
-				return err
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() {
-			return &fs.PathError{Op: "mkdir", Path: done, Err: syscall.ENOTDIR}
-		}
-	}
-	return nil
-}
-
-// writeTemp writes data to a new temp file in dir and returns its name.
-func (s *Store) writeTemp(dir, base string, data []byte, perm fs.FileMode, prior fs.FileInfo) (string, error) {
-	tmp := dir + tempName(base)
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+// writeTemp writes data to a new temp file in d and returns its name.
+func (s *Store) writeTemp(d keyDir, data []byte, perm fs.FileMode, prior fs.FileInfo) (string, error) {
+	tmp := tempName(d.name)
+	f, err := d.open(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return "", err
 	}
@@ -332,7 +319,7 @@ func (s *Store) writeTemp(dir, base string, data []byte, perm fs.FileMode, prior
 		err = cerr
 	}
 	if err != nil {
-		s.root.Remove(tmp)
+		d.remove(tmp)
 		return "", err
 	}
 	return tmp, nil
@@ -366,8 +353,8 @@ func tempName(base string) string {
 }
 
 // createFailure maps a failed no-replace publish the way the reference does.
-func (s *Store) createFailure(t Target, err error) error {
-	fi, lerr := s.root.Lstat(t.Key)
+func (s *Store) createFailure(d keyDir, t Target, err error) error {
+	fi, lerr := d.lstat(d.name)
 	switch {
 	case lerr == nil && !fi.Mode().IsRegular():
 		return fail(ReasonNotRegular, "write", t.Display)
