@@ -136,7 +136,9 @@ func (h *handle) abandon(key string, w versionstore.Writer) {
 		h.n.fsys.endWritingLocked(h.n, w, -1)
 	}
 	h.closeRO()
-	unix.Close(h.fd)
+	// Through its *os.File: closed by number, the descriptor would be
+	// closed again when the file is collected, whatever has it by then.
+	h.LoopbackFile.Release(context.Background())
 }
 
 var _ = (fs.FileFlusher)((*handle)(nil))

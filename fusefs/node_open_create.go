@@ -16,62 +16,108 @@ import (
 
 var _ = (fs.NodeOpener)((*node)(nil))
 
+// Open opens the node's file. Nothing of the daemon's is held while the
+// backing file is opened, and the open cannot wait on another process but
+// for a lease's break, as natively (openFile); a file opened for writing
+// is then counted among the mount's writers (startWriting).
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	fd, name, done, errno := n.at()
+	// The kernel supplies O_APPEND offsets itself.
+	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
+	r, done, errno := n.ref()
 	if errno != 0 {
 		return nil, 0, errno
 	}
 	defer done()
-	// The kernel supplies O_APPEND offsets itself; O_NOFOLLOW keeps a
-	// symlink swapped into the backing tree from redirecting the open.
-	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
-	trunc := flags&syscall.O_TRUNC != 0
-	writable := flags&syscall.O_ACCMODE != syscall.O_RDONLY
-	var key string
-	keyed := false
-	if writable {
-		// A writer holding the file open blocks tool mutations until it
-		// closes: a tool's publish would leave its later writes in the
-		// replaced inode, lost. So the open itself runs under the file's
-		// lock, or a publish could swap the name's inode between the open
-		// and the count.
-		n.fsys.writers.moves.RLock()
-		defer n.fsys.writers.moves.RUnlock()
-		var unlock func()
-		key, unlock, keyed = n.fsys.writers.lock(n)
-		defer unlock()
-	}
-	ffd, err := unix.Openat(fd, name, int(flags&^syscall.O_TRUNC)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, 0, toErrno(err)
-	}
-	if errno := n.sameInode(ffd); errno != 0 {
-		unix.Close(ffd)
+	ffd, errno := n.openFile(r, flags&^syscall.O_TRUNC)
+	if errno != 0 {
 		return nil, 0, errno
 	}
 	h := newHandle(n, ffd, flags)
-	if writable {
-		if keyed {
-			h.changed(ctx, key, h.pt) // a passthrough writer's writes are unseen: owed from now
-			n.fsys.noteSelfKey(key)
-		}
-		// Truncation by O_TRUNC (with ATOMIC_O_TRUNC it comes here, not as
-		// a SETATTR) is a write too.
-		if trunc {
-			if err := unix.Ftruncate(ffd, 0); err != nil {
-				if keyed {
-					h.abandon(key, writer(ctx))
-				} else {
-					unix.Close(ffd)
-				}
-				return nil, 0, toErrno(err)
-			}
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		if errno := n.startWriting(ctx, h, r, flags&syscall.O_TRUNC != 0); errno != 0 {
+			return nil, 0, errno
 		}
 	}
 	if !h.pt && n.keepCache(ffd) {
 		return h, h.openFlags() | fuse.FOPEN_KEEP_CACHE, 0
 	}
 	return h, h.openFlags(), 0
+}
+
+// openFile opens r, a node's entry checked to be its inode (ref), for
+// reading or writing with flags. The kernel sends OPEN only for what it
+// knows as a regular file, but its entry may be stale: the name may hold a
+// FIFO by now, whose open waits for the other end, or a device, whose open
+// is the driver's to make wait. Such an inode is not the node's, and is
+// never opened: the open goes through r, never by name again (a symlink
+// swapped in is not followed either), so it opens the node's regular file,
+// which can make it wait only for the break of a lease another process
+// holds on it.
+func (n *node) openFile(r nodeRef, flags uint32) (int, syscall.Errno) {
+	var st unix.Stat_t
+	if err := unix.Fstat(r.fd, &st); err != nil {
+		return -1, toErrno(err)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		// A new inode may reuse the number where identities have no birth
+		// time (macOS, some filesystems): not the node's.
+		return -1, syscall.ESTALE
+	}
+	fd, err := r.reopen(int(flags))
+	if err != nil {
+		return -1, toErrno(err)
+	}
+	if errno := n.sameInode(fd); errno != 0 { // macOS reopens by name
+		unix.Close(fd)
+		return -1, errno
+	}
+	return fd, 0
+}
+
+// startWriting counts h, just opened for writing r's file, among the
+// file's writers, and truncates the file for O_TRUNC. A writer holding the
+// file open blocks tool mutations until it closes: a tool's publish would
+// leave its later writes in the replaced inode, lost. So the name must
+// still hold the file once its lock is held, or a publish could have
+// swapped the name's inode since the open (ESTALE: the kernel looks the
+// name up again). On failure h is closed.
+func (n *node) startWriting(ctx context.Context, h *handle, r nodeRef, trunc bool) syscall.Errno {
+	key, unlock, errno := n.countWriter(ctx, h, r)
+	if errno != 0 {
+		h.LoopbackFile.Release(ctx)
+		return errno
+	}
+	defer unlock()
+	// Truncation by O_TRUNC (with ATOMIC_O_TRUNC it comes here, not as a
+	// SETATTR) is a write too, under the file's lock alone.
+	if trunc {
+		if err := unix.Ftruncate(h.fd, 0); err != nil {
+			h.abandon(key, writer(ctx))
+			return toErrno(err)
+		}
+	}
+	return 0
+}
+
+// countWriter counts h among the writers of its file, at the path it is
+// at, and returns with the file's lock held. moves is held only for the
+// count, which it orders against renames of directories, and over no
+// system call that can wait on another process.
+func (n *node) countWriter(ctx context.Context, h *handle, r nodeRef) (string, func(), syscall.Errno) {
+	ws := n.fsys.writers
+	ws.moves.RLock()
+	defer ws.moves.RUnlock()
+	key, unlock, ok := ws.lock(n)
+	if !ok {
+		return "", nil, syscall.ENOENT
+	}
+	if errno := n.is(r.dir, r.name); errno != 0 {
+		unlock()
+		return "", nil, errno
+	}
+	h.changed(ctx, key, h.pt) // a passthrough writer's writes are unseen: owed from now
+	n.fsys.noteSelfKey(key)
+	return key, unlock, 0
 }
 
 var _ = (fs.NodeCreater)((*node)(nil))

@@ -79,8 +79,19 @@ func (r nodeRef) utimes(ts []unix.Timespec) error {
 	return unix.UtimesNanoAt(r.dir, r.name, ts, unix.AT_SYMLINK_NOFOLLOW)
 }
 
+// reopen opens r's name again, for reading or writing: without blocking,
+// as the name may hold a FIFO by now (the caller checks the inode), and
+// with the caller's O_NONBLOCK only once open.
 func (r nodeRef) reopen(flags int) (int, error) {
-	return unix.Openat(r.dir, r.name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(r.dir, r.name, flags|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil || flags&unix.O_NONBLOCK != 0 {
+		return fd, err
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags&^unix.O_ACCMODE); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
 
 func (r nodeRef) link(dirfd int, name string) error {

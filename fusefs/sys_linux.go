@@ -174,9 +174,11 @@ func (r nodeRef) utimes(ts []unix.Timespec) error {
 	return unix.UtimesNanoAt(r.fd, "", ts, unix.AT_EMPTY_PATH)
 }
 
-// reopen opens the inode for reading or writing.
+// reopen opens the inode for reading or writing: the very inode r holds,
+// so the open meets no FIFO or device another name may hold by now. The
+// /proc link is followed whatever the flags (O_NOFOLLOW would refuse it).
 func (r nodeRef) reopen(flags int) (int, error) {
-	return unix.Open(fdPath(r.fd), flags|unix.O_CLOEXEC, 0)
+	return unix.Open(fdPath(r.fd), flags&^unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 }
 
 // link gives the inode the name dirfd/name (AT_SYMLINK_FOLLOW follows the
