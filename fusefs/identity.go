@@ -61,14 +61,22 @@ import (
 //   - SETXATTR, REMOVEXATTR, and GETXATTR of user.*: as SETATTR, including
 //     ACLs (xattr.go). LISTXATTR: trusted.* names only to a caller with
 //     CAP_SYS_ADMIN, as natively.
-//   - OPEN: reading or writing another inode. Checked after the open
-//     (sameInode), before anything is read, written or truncated.
+//   - OPEN: reading or writing another inode, and waiting, as root, on
+//     whatever the name holds now — a FIFO's other end, a device's driver.
+//     The entry is opened O_PATH and checked before it is opened for
+//     reading or writing, through that descriptor (openFile); only a
+//     regular file is, so the open can wait only for the break of a
+//     lease, as natively, and it is made holding none of the daemon's
+//     locks: a writer is counted after, under the file's lock, where the
+//     name is checked again (a tool may have published over it).
+//   - GETLK, SETLK, SETLKW: on the open file's descriptor, holding none of
+//     the daemon's locks (SETLKW waits for the lock's holder, as natively).
 //   - IOCTL: any command run as root on the backing file. Only the
 //     fileattr ioctls, which the kernel checks against the caller, pass.
 //   - GETATTR, READLINK, other GETXATTRs, STATFS: by name, reading what
 //     anyone who reaches the name natively may read.
-//   - READ, WRITE, FALLOCATE, COPY_FILE_RANGE, FSYNC, FLUSH, locks:
-//     through the open file's own descriptor.
+//   - READ, WRITE, FALLOCATE, COPY_FILE_RANGE, FSYNC, FLUSH: through the
+//     open file's own descriptor, a regular file's.
 //
 // What remains: between the check and a system call by name (rename, unlink,
 // rmdir) a process writing straight into the backing directory can still
@@ -76,12 +84,29 @@ import (
 // caller can count on. A new entry made by root in the same tick of the
 // clock as the daemon's (a few ms) and moved into its name in the
 // microseconds before ownNew looks cannot be told from it by its birth time.
-// An OPEN of a regular file whose name now holds a FIFO waits, in the
-// daemon, for the FIFO's other end before the check refuses it. And mode or
-// owner changes made straight in the backing directory within the watcher's
-// window show late in the kernel, like any outside change it ignored: the
-// inode is the same, only its cached attributes are old, and the kernel
-// checks the caller against those.
+// And mode or owner changes made straight in the backing directory within
+// the watcher's window show late in the kernel, like any outside change it
+// ignored: the inode is the same, only its cached attributes are old, and
+// the kernel checks the caller against those.
+//
+// Waiting on another process. A request that waits while it holds a lock
+// others wait for stalls them too, and the mount's moves lock (writers.go)
+// spreads a stall to the whole mount: a directory rename waiting for it
+// holds up every open for writing, create, flush and release after it,
+// and, behind the kernel's rename, the lookups, listings and the tools'
+// invalidations in its directories. So the system calls that can wait on
+// another process are made holding none of the daemon's locks: the open of
+// a file (OPEN, and the truncate of a SETATTR: a lease's break, openFile),
+// the file locks (SETLKW). Those made under a lock cannot: opens of a new
+// file (O_CREAT|O_EXCL, which opens nothing that exists), O_PATH opens,
+// statx, the store's reads of regular files (opened O_NONBLOCK, checked
+// regular), and changes to a regular file, which the kernel sends holding
+// its own lock of the mount's inode: a writer through the mount stalled
+// with the backing inode's lock (on memory it serves itself) stalls the
+// other users of that file in the kernel, not the daemon. Only a process
+// working straight in the backing directory could hold a backing inode's
+// or directory's lock for long behind the kernel's back, and stall what
+// the daemon does to that entry, and through the moves lock more.
 
 // nodeRef is a descriptor of the entry a node's name holds, checked to be
 // the node's inode, for an operation by name to act on.

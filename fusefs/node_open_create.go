@@ -82,19 +82,21 @@ func (n *node) openFile(r nodeRef, flags uint32) (int, syscall.Errno) {
 // swapped the name's inode since the open (ESTALE: the kernel looks the
 // name up again). On failure h is closed.
 func (n *node) startWriting(ctx context.Context, h *handle, r nodeRef, trunc bool) syscall.Errno {
-	key, unlock, errno := n.countWriter(ctx, h, r)
+	unlock, errno := n.countWriter(ctx, h, r)
 	if errno != 0 {
 		h.LoopbackFile.Release(ctx)
 		return errno
 	}
-	defer unlock()
 	// Truncation by O_TRUNC (with ATOMIC_O_TRUNC it comes here, not as a
 	// SETATTR) is a write too, under the file's lock alone.
+	var err error
 	if trunc {
-		if err := unix.Ftruncate(h.fd, 0); err != nil {
-			h.abandon(key, writer(ctx))
-			return toErrno(err)
-		}
+		err = unix.Ftruncate(h.fd, 0)
+	}
+	unlock()
+	if err != nil {
+		h.abandon(writer(ctx))
+		return toErrno(err)
 	}
 	return 0
 }
@@ -103,21 +105,21 @@ func (n *node) startWriting(ctx context.Context, h *handle, r nodeRef, trunc boo
 // at, and returns with the file's lock held. moves is held only for the
 // count, which it orders against renames of directories, and over no
 // system call that can wait on another process.
-func (n *node) countWriter(ctx context.Context, h *handle, r nodeRef) (string, func(), syscall.Errno) {
+func (n *node) countWriter(ctx context.Context, h *handle, r nodeRef) (func(), syscall.Errno) {
 	ws := n.fsys.writers
 	ws.moves.RLock()
 	defer ws.moves.RUnlock()
 	key, unlock, ok := ws.lock(n)
 	if !ok {
-		return "", nil, syscall.ENOENT
+		return nil, syscall.ENOENT
 	}
 	if errno := n.is(r.dir, r.name); errno != 0 {
 		unlock()
-		return "", nil, errno
+		return nil, errno
 	}
 	h.changed(ctx, key, h.pt) // a passthrough writer's writes are unseen: owed from now
 	n.fsys.noteSelfKey(key)
-	return key, unlock, 0
+	return unlock, 0
 }
 
 var _ = (fs.NodeCreater)((*node)(nil))
