@@ -117,8 +117,15 @@ func setattrTimes(in *fuse.SetAttrIn) []unix.Timespec {
 // lock is taken: the open may wait for the break of a lease another
 // process holds on it, which must not stop the tools' work on the file.
 func (n *node) truncateRef(ctx context.Context, r nodeRef, size int64) syscall.Errno {
-	ffd, errno := n.openFile(r, unix.O_WRONLY)
-	if errno != 0 {
+	if errno := n.isFile(r.fd, ""); errno != 0 { // r is n's; not a FIFO reusing its number
+		return errno
+	}
+	ffd, err := r.reopen(unix.O_WRONLY)
+	if err != nil {
+		return toErrno(err)
+	}
+	if errno := n.sameInode(ffd); errno != 0 { // macOS reopens by name
+		unix.Close(ffd)
 		return errno
 	}
 	defer unix.Close(ffd)

@@ -63,12 +63,11 @@ import (
 //     CAP_SYS_ADMIN, as natively.
 //   - OPEN: reading or writing another inode, and waiting, as root, on
 //     whatever the name holds now — a FIFO's other end, a device's driver.
-//     The entry is opened O_PATH and checked before it is opened for
-//     reading or writing, through that descriptor (openFile); only a
-//     regular file is, so the open can wait only for the break of a
-//     lease, as natively, and it is made holding none of the daemon's
-//     locks: a writer is counted after, under the file's lock, where the
-//     name is checked again (a tool may have published over it).
+//     The name must hold the node's regular file before it is opened, and
+//     the descriptor is checked after (openFile): a FIFO or device is
+//     never opened, but in a race with a live process, and then with
+//     O_NONBLOCK, so it cannot wait. The one wait left, a lease's break,
+//     is waited for holding none of the daemon's locks (Open).
 //   - GETLK, SETLK, SETLKW: on the open file's descriptor, holding none of
 //     the daemon's locks (SETLKW waits for the lock's holder, as natively).
 //   - IOCTL: any command run as root on the backing file. Only the
@@ -84,7 +83,10 @@ import (
 // caller can count on. A new entry made by root in the same tick of the
 // clock as the daemon's (a few ms) and moved into its name in the
 // microseconds before ownNew looks cannot be told from it by its birth time.
-// And mode or owner changes made straight in the backing directory within
+// A FIFO or device moved into a file's name between the check and the open
+// is opened, O_NONBLOCK, and closed at once: a FIFO's other end sees a
+// reader or writer come and go, a device's driver is asked to open it
+// (making one takes CAP_MKNOD). And mode or owner changes made straight in the backing directory within
 // the watcher's window show late in the kernel, like any outside change it
 // ignored: the inode is the same, only its cached attributes are old, and
 // the kernel checks the caller against those.
@@ -95,10 +97,11 @@ import (
 // holds up every open for writing, create, flush and release after it,
 // and, behind the kernel's rename, the lookups, listings and the tools'
 // invalidations in its directories. So the system calls that can wait on
-// another process are made holding none of the daemon's locks: the open of
-// a file (OPEN, and the truncate of a SETATTR: a lease's break, openFile),
-// the file locks (SETLKW). Those made under a lock cannot: opens of a new
-// file (O_CREAT|O_EXCL, which opens nothing that exists), O_PATH opens,
+// another process are made holding none of the daemon's locks: the opens
+// of a file that wait for a lease's break (OPEN's, and the truncate of a
+// SETATTR), the file locks (SETLKW). Those made under a lock cannot: an
+// open for writing with O_NONBLOCK (openFile), opens of a new file
+// (O_CREAT|O_EXCL, which opens nothing that exists), O_PATH opens,
 // statx, the store's reads of regular files (opened O_NONBLOCK, checked
 // regular), and changes to a regular file, which the kernel sends holding
 // its own lock of the mount's inode: a writer through the mount stalled
@@ -156,6 +159,20 @@ func (n *node) is(dirfd int, name string) syscall.Errno {
 		return toErrno(err)
 	}
 	if a := n.StableAttr(); ino != a.Ino || gen != a.Gen {
+		return syscall.ESTALE
+	}
+	return 0
+}
+
+// isFile is is for a regular file, the one thing the kernel opens through
+// the daemon: where identities have no birth time (macOS, some
+// filesystems) a FIFO made in its place may reuse its number.
+func (n *node) isFile(dirfd int, name string) syscall.Errno {
+	ino, gen, typ, err := typedIdentity(dirfd, name)
+	if err != nil {
+		return toErrno(err)
+	}
+	if a := n.StableAttr(); ino != a.Ino || gen != a.Gen || typ != unix.S_IFREG {
 		return syscall.ESTALE
 	}
 	return 0

@@ -16,110 +16,133 @@ import (
 
 var _ = (fs.NodeOpener)((*node)(nil))
 
-// Open opens the node's file. Nothing of the daemon's is held while the
-// backing file is opened, and the open cannot wait on another process but
-// for a lease's break, as natively (openFile); a file opened for writing
-// is then counted among the mount's writers (startWriting).
+// Open opens the node's file. No open here waits on another process while
+// the daemon holds a lock (identity.go), and none can wait on a FIFO or a
+// device (openFile): a lease's break, the one wait left, is waited for
+// holding nothing, and the open tried again.
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	// The kernel supplies O_APPEND offsets itself.
-	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
-	r, done, errno := n.ref()
+	fd, name, done, errno := n.at()
 	if errno != 0 {
 		return nil, 0, errno
 	}
 	defer done()
-	ffd, errno := n.openFile(r, flags&^syscall.O_TRUNC)
-	if errno != 0 {
-		return nil, 0, errno
-	}
-	h := newHandle(n, ffd, flags)
-	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
-		if errno := n.startWriting(ctx, h, r, flags&syscall.O_TRUNC != 0); errno != 0 {
+	// The kernel supplies O_APPEND offsets itself.
+	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
+	for {
+		h, errno := n.tryOpen(ctx, fd, name, flags)
+		if errno == syscall.EWOULDBLOCK && flags&syscall.O_NONBLOCK == 0 {
+			n.awaitLease(fd, name, flags)
+			continue
+		}
+		if errno != 0 {
 			return nil, 0, errno
 		}
+		if !h.pt && n.keepCache(h.fd) {
+			return h, h.openFlags() | fuse.FOPEN_KEEP_CACHE, 0
+		}
+		return h, h.openFlags(), 0
 	}
-	if !h.pt && n.keepCache(ffd) {
-		return h, h.openFlags() | fuse.FOPEN_KEEP_CACHE, 0
-	}
-	return h, h.openFlags(), 0
 }
 
-// openFile opens r, a node's entry checked to be its inode (ref), for
-// reading or writing with flags. The kernel sends OPEN only for what it
-// knows as a regular file, but its entry may be stale: the name may hold a
-// FIFO by now, whose open waits for the other end, or a device, whose open
-// is the driver's to make wait. Such an inode is not the node's, and is
-// never opened: the open goes through r, never by name again (a symlink
-// swapped in is not followed either), so it opens the node's regular file,
-// which can make it wait only for the break of a lease another process
-// holds on it.
-func (n *node) openFile(r nodeRef, flags uint32) (int, syscall.Errno) {
-	var st unix.Stat_t
-	if err := unix.Fstat(r.fd, &st); err != nil {
-		return -1, toErrno(err)
+// tryOpen is one try of Open, which does not wait: EWOULDBLOCK is a
+// lease's break begun. A handle open for writing is counted among the
+// file's writers: a writer holding the file open blocks tool mutations
+// until it closes (a tool's publish would leave its later writes in the
+// replaced inode, lost). So it is opened under the file's lock, where no
+// publish can swap the name's inode between the open and the count.
+// moves is held for the count only, which it orders against renames of
+// directories; the truncation of O_TRUNC (with ATOMIC_O_TRUNC it comes
+// here, not as a SETATTR), a write, runs under the file's lock alone.
+func (n *node) tryOpen(ctx context.Context, dirfd int, name string, flags uint32) (*handle, syscall.Errno) {
+	if flags&syscall.O_ACCMODE == syscall.O_RDONLY {
+		fd, errno := n.openFile(dirfd, name, flags)
+		if errno != 0 {
+			return nil, errno
+		}
+		return newHandle(n, fd, flags), 0
 	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		// A new inode may reuse the number where identities have no birth
-		// time (macOS, some filesystems): not the node's.
-		return -1, syscall.ESTALE
+	h, unlock, errno := n.countWriter(ctx, dirfd, name, flags)
+	if errno != 0 {
+		return nil, errno
 	}
-	fd, err := r.reopen(int(flags))
+	var err error
+	if flags&syscall.O_TRUNC != 0 {
+		err = unix.Ftruncate(h.fd, 0)
+	}
+	unlock()
+	if err != nil {
+		h.abandon(writer(ctx))
+		return nil, toErrno(err)
+	}
+	return h, 0
+}
+
+// countWriter opens the file for writing and counts the handle among the
+// file's writers, at the path the file is at now. It returns with the
+// file's lock held.
+func (n *node) countWriter(ctx context.Context, dirfd int, name string, flags uint32) (*handle, func(), syscall.Errno) {
+	ws := n.fsys.writers
+	ws.moves.RLock()
+	defer ws.moves.RUnlock()
+	key, unlock, ok := ws.lock(n)
+	if !ok {
+		return nil, nil, syscall.ENOENT
+	}
+	fd, errno := n.openFile(dirfd, name, flags)
+	if errno != 0 {
+		unlock()
+		return nil, nil, errno
+	}
+	h := newHandle(n, fd, flags)
+	h.changed(ctx, key, h.pt) // a passthrough writer's writes are unseen: owed from now
+	n.fsys.noteSelfKey(key)
+	return h, unlock, 0
+}
+
+// openFile opens the node's file, dirfd/name, with flags (O_TRUNC aside),
+// without waiting. The kernel sends OPEN only for what it knows as a
+// regular file, but its entry may be stale: the name may hold a FIFO by
+// now, whose open waits for the other end, or a device, whose open is the
+// driver's to make wait, or another file. So the name must hold the node's
+// regular file before it is opened; and the open is O_NONBLOCK, so that
+// one swapped in meanwhile, by a live process, cannot make it wait either
+// (a regular file's open returns EWOULDBLOCK then, for a lease's break),
+// and checked after, before anything is read, written or truncated.
+func (n *node) openFile(dirfd int, name string, flags uint32) (int, syscall.Errno) {
+	if errno := n.isFile(dirfd, name); errno != 0 {
+		return -1, errno
+	}
+	open := int(flags&^syscall.O_TRUNC) | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Openat(dirfd, name, open, 0)
 	if err != nil {
 		return -1, toErrno(err)
 	}
-	if errno := n.sameInode(fd); errno != 0 { // macOS reopens by name
+	errno := n.isFile(fd, "")
+	if errno == 0 && flags&syscall.O_NONBLOCK == 0 {
+		// F_SETFL takes only the status flags (O_APPEND, O_DIRECT,
+		// O_NOATIME, O_NONBLOCK), all known here.
+		_, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, open&^unix.O_NONBLOCK)
+		errno = toErrno(err)
+	}
+	if errno != 0 {
 		unix.Close(fd)
 		return -1, errno
 	}
 	return fd, 0
 }
 
-// startWriting counts h, just opened for writing r's file, among the
-// file's writers, and truncates the file for O_TRUNC. A writer holding the
-// file open blocks tool mutations until it closes: a tool's publish would
-// leave its later writes in the replaced inode, lost. So the name must
-// still hold the file once its lock is held, or a publish could have
-// swapped the name's inode since the open (ESTALE: the kernel looks the
-// name up again). On failure h is closed.
-func (n *node) startWriting(ctx context.Context, h *handle, r nodeRef, trunc bool) syscall.Errno {
-	unlock, errno := n.countWriter(ctx, h, r)
-	if errno != 0 {
-		h.LoopbackFile.Release(ctx)
-		return errno
+// awaitLease waits, holding nothing, for the break of a lease another
+// process holds on the node's file dirfd/name, begun by an open that could
+// not wait: a blocking open of the file returns once the lease is let go
+// (or after lease-break-time).
+func (n *node) awaitLease(dirfd int, name string, flags uint32) {
+	if n.isFile(dirfd, name) != 0 {
+		return // the retry answers
 	}
-	// Truncation by O_TRUNC (with ATOMIC_O_TRUNC it comes here, not as a
-	// SETATTR) is a write too, under the file's lock alone.
-	var err error
-	if trunc {
-		err = unix.Ftruncate(h.fd, 0)
+	open := int(flags&^(syscall.O_TRUNC|syscall.O_NONBLOCK)) | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if fd, err := unix.Openat(dirfd, name, open, 0); err == nil {
+		unix.Close(fd)
 	}
-	unlock()
-	if err != nil {
-		h.abandon(writer(ctx))
-		return toErrno(err)
-	}
-	return 0
-}
-
-// countWriter counts h among the writers of its file, at the path it is
-// at, and returns with the file's lock held. moves is held only for the
-// count, which it orders against renames of directories, and over no
-// system call that can wait on another process.
-func (n *node) countWriter(ctx context.Context, h *handle, r nodeRef) (func(), syscall.Errno) {
-	ws := n.fsys.writers
-	ws.moves.RLock()
-	defer ws.moves.RUnlock()
-	key, unlock, ok := ws.lock(n)
-	if !ok {
-		return nil, syscall.ENOENT
-	}
-	if errno := n.is(r.dir, r.name); errno != 0 {
-		unlock()
-		return nil, errno
-	}
-	h.changed(ctx, key, h.pt) // a passthrough writer's writes are unseen: owed from now
-	n.fsys.noteSelfKey(key)
-	return unlock, 0
 }
 
 var _ = (fs.NodeCreater)((*node)(nil))

@@ -40,13 +40,19 @@ func generation(dirfd int, name string) uint64 { return 1 }
 // ""), and generation 1: macOS has no birth time to tell reused numbers
 // apart by.
 func identity(dirfd int, name string) (ino, gen uint64, err error) {
+	ino, gen, _, err = typedIdentity(dirfd, name)
+	return ino, gen, err
+}
+
+// typedIdentity is identity and the file's type (S_IFMT bits).
+func typedIdentity(dirfd int, name string) (ino, gen uint64, typ uint32, err error) {
 	var st unix.Stat_t
 	if name == "" {
 		err = unix.Fstat(dirfd, &st)
 	} else {
 		err = unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	}
-	return st.Ino, 1, err
+	return st.Ino, 1, uint32(st.Mode) & unix.S_IFMT, err
 }
 
 func coarseNow() unix.Timespec { return unix.NsecToTimespec(time.Now().UnixNano()) }
