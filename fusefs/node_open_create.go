@@ -107,7 +107,10 @@ func (n *node) countWriter(ctx context.Context, dirfd int, name string, flags ui
 // regular file before it is opened; and the open is O_NONBLOCK, so that
 // one swapped in meanwhile, by a live process, cannot make it wait either
 // (a regular file's open returns EWOULDBLOCK then, for a lease's break),
-// and checked after, before anything is read, written or truncated.
+// and O_NOFOLLOW, so that a symlink does not redirect it; the descriptor
+// is checked before anything is read, written or truncated. An open that
+// fails on what was swapped in (ENXIO: a FIFO without a reader; ELOOP) is
+// ESTALE, for the kernel to look the name up again.
 func (n *node) openFile(dirfd int, name string, flags uint32) (int, syscall.Errno) {
 	if errno := n.isFile(dirfd, name); errno != 0 {
 		return -1, errno
@@ -115,6 +118,9 @@ func (n *node) openFile(dirfd int, name string, flags uint32) (int, syscall.Errn
 	open := int(flags&^syscall.O_TRUNC) | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	fd, err := unix.Openat(dirfd, name, open, 0)
 	if err != nil {
+		if errno := n.isFile(dirfd, name); errno != 0 {
+			return -1, errno
+		}
 		return -1, toErrno(err)
 	}
 	errno := n.isFile(fd, "")
