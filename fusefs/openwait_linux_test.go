@@ -80,8 +80,8 @@ func TestOpenThatWaitsHoldsNothing(t *testing.T) {
 				if !testfuse.WaitFor(5*time.Second, func() bool { return inSyscall(tid, unix.SYS_OPENAT) }) {
 					t.Fatal("the open never got under way")
 				}
-				// Before the fix the daemon holds the file's lock while it
-				// waits; after it, nothing of the daemon's: this waits it out.
+				// A daemon that waits holding the file's lock shows it here;
+				// one that holds nothing is waited out.
 				testfuse.WaitFor(500*time.Millisecond, func() bool { return m.store.Locks().Len() > 0 })
 				if pending = m.othersGoOn(t); len(pending) > 0 {
 					return
