@@ -86,10 +86,11 @@ import (
 // A FIFO or device moved into a file's name between the check and the open
 // is opened, O_NONBLOCK, and closed at once: a FIFO's other end sees a
 // reader or writer come and go, a device's driver is asked to open it
-// (making one takes CAP_MKNOD). And mode or owner changes made straight in the backing directory within
-// the watcher's window show late in the kernel, like any outside change it
-// ignored: the inode is the same, only its cached attributes are old, and
-// the kernel checks the caller against those.
+// (making one takes CAP_MKNOD). And mode or owner changes made straight in
+// the backing directory within the watcher's window show late in the
+// kernel, like any outside change it ignored: the inode is the same, only
+// its cached attributes are old, and the kernel checks the caller against
+// those.
 //
 // Waiting on another process. A request that waits while it holds a lock
 // others wait for stalls them too, and the mount's moves lock (writers.go)
@@ -102,8 +103,9 @@ import (
 // SETATTR), the file locks (SETLKW). Those made under a lock cannot: an
 // open for writing with O_NONBLOCK (openFile), opens of a new file
 // (O_CREAT|O_EXCL, which opens nothing that exists), O_PATH opens,
-// statx, the store's reads of regular files (opened O_NONBLOCK, checked
-// regular), and changes to a regular file, which the kernel sends holding
+// statx, the lease probe of mapped.go (F_SETLEASE answers at once), the
+// store's reads of regular files (opened O_NONBLOCK, checked regular),
+// and changes to a regular file, which the kernel sends holding
 // its own lock of the mount's inode: a writer through the mount stalled
 // with the backing inode's lock (on memory it serves itself) stalls the
 // other users of that file in the kernel, not the daemon. Only a process
