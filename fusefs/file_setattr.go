@@ -113,8 +113,22 @@ func setattrTimes(in *fuse.SetAttrIn) []unix.Timespec {
 }
 
 // truncateRef truncates the file r (truncate(1), or O_TRUNC without an
-// open file) and records its new version.
+// open file) and records its new version. The file is opened before its
+// lock is taken: the open may wait for the break of a lease another
+// process holds on it, which must not stop the tools' work on the file.
 func (n *node) truncateRef(ctx context.Context, r nodeRef, size int64) syscall.Errno {
+	if errno := n.isFile(r.fd, ""); errno != 0 { // r is n's; not a FIFO reusing its number
+		return errno
+	}
+	ffd, err := r.reopen(unix.O_WRONLY)
+	if err != nil {
+		return toErrno(err)
+	}
+	if errno := n.sameInode(ffd); errno != 0 { // macOS reopens by name
+		unix.Close(ffd)
+		return errno
+	}
+	defer unix.Close(ffd)
 	key, unlock, ok := n.fsys.writers.lock(n)
 	defer unlock()
 	if !ok {
@@ -126,17 +140,7 @@ func (n *node) truncateRef(ctx context.Context, r nodeRef, size int64) syscall.E
 	if errno := n.is(r.dir, r.name); errno != 0 {
 		return errno
 	}
-	ffd, err := r.reopen(unix.O_WRONLY)
-	if err != nil {
-		return toErrno(err)
-	}
-	if errno := n.sameInode(ffd); errno != 0 {
-		unix.Close(ffd)
-		return errno
-	}
-	err = unix.Ftruncate(ffd, size)
-	unix.Close(ffd)
-	if err != nil {
+	if err := unix.Ftruncate(ffd, size); err != nil {
 		return toErrno(err)
 	}
 	n.fsys.refresh(n, key, writer(ctx))

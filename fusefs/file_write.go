@@ -125,18 +125,20 @@ func (h *handle) commit(release bool, ro int) {
 }
 
 // abandon drops a handle the kernel never received (its open failed after
-// it was counted among the writers): the version owed is committed and the
-// descriptor closed. Callers hold key's lock.
-func (h *handle) abandon(key string, w versionstore.Writer) {
+// it was counted among the writers): the version owed is committed, as at
+// a release, and the descriptor closed.
+func (h *handle) abandon(w versionstore.Writer) {
 	h.mu.Lock()
 	counted := h.writing
 	h.writing = false
 	h.mu.Unlock()
 	if counted {
-		h.n.fsys.endWritingLocked(h.n, w, -1)
+		h.n.fsys.endWriting(h.n, w, -1)
 	}
 	h.closeRO()
-	unix.Close(h.fd)
+	// Through its *os.File: closed by number, the descriptor would be
+	// closed again when the file is collected, whatever has it by then.
+	h.LoopbackFile.Release(context.Background())
 }
 
 var _ = (fs.FileFlusher)((*handle)(nil))

@@ -61,14 +61,21 @@ import (
 //   - SETXATTR, REMOVEXATTR, and GETXATTR of user.*: as SETATTR, including
 //     ACLs (xattr.go). LISTXATTR: trusted.* names only to a caller with
 //     CAP_SYS_ADMIN, as natively.
-//   - OPEN: reading or writing another inode. Checked after the open
-//     (sameInode), before anything is read, written or truncated.
+//   - OPEN: reading or writing another inode, and waiting, as root, on
+//     whatever the name holds now — a FIFO's other end, a device's driver.
+//     The name must hold the node's regular file before it is opened, and
+//     the descriptor is checked after (openFile): a FIFO or device is
+//     never opened, but in a race with a live process, and then with
+//     O_NONBLOCK, so it cannot wait. The one wait left, a lease's break,
+//     is waited for holding none of the daemon's locks (Open).
+//   - GETLK, SETLK, SETLKW: on the open file's descriptor, holding none of
+//     the daemon's locks (SETLKW waits for the lock's holder, as natively).
 //   - IOCTL: any command run as root on the backing file. Only the
 //     fileattr ioctls, which the kernel checks against the caller, pass.
 //   - GETATTR, READLINK, other GETXATTRs, STATFS: by name, reading what
 //     anyone who reaches the name natively may read.
-//   - READ, WRITE, FALLOCATE, COPY_FILE_RANGE, FSYNC, FLUSH, locks:
-//     through the open file's own descriptor.
+//   - READ, WRITE, FALLOCATE, COPY_FILE_RANGE, FSYNC, FLUSH: through the
+//     open file's own descriptor, a regular file's.
 //
 // What remains: between the check and a system call by name (rename, unlink,
 // rmdir) a process writing straight into the backing directory can still
@@ -76,12 +83,35 @@ import (
 // caller can count on. A new entry made by root in the same tick of the
 // clock as the daemon's (a few ms) and moved into its name in the
 // microseconds before ownNew looks cannot be told from it by its birth time.
-// An OPEN of a regular file whose name now holds a FIFO waits, in the
-// daemon, for the FIFO's other end before the check refuses it. And mode or
-// owner changes made straight in the backing directory within the watcher's
-// window show late in the kernel, like any outside change it ignored: the
-// inode is the same, only its cached attributes are old, and the kernel
-// checks the caller against those.
+// A FIFO or device moved into a file's name between the check and the open
+// is opened, O_NONBLOCK, and closed at once: a FIFO's other end sees a
+// reader or writer come and go, a device's driver is asked to open it
+// (making one takes CAP_MKNOD). And mode or owner changes made straight in
+// the backing directory within the watcher's window show late in the
+// kernel, like any outside change it ignored: the inode is the same, only
+// its cached attributes are old, and the kernel checks the caller against
+// those.
+//
+// Waiting on another process. A request that waits while it holds a lock
+// others wait for stalls them too, and the mount's moves lock (writers.go)
+// spreads a stall to the whole mount: a directory rename waiting for it
+// holds up every open for writing, create, flush and release after it,
+// and, behind the kernel's rename, the lookups, listings and the tools'
+// invalidations in its directories. So the system calls that can wait on
+// another process are made holding none of the daemon's locks: the opens
+// of a file that wait for a lease's break (OPEN's, and the truncate of a
+// SETATTR), the file locks (SETLKW). Those made under a lock cannot: an
+// open for writing with O_NONBLOCK (openFile), opens of a new file
+// (O_CREAT|O_EXCL, which opens nothing that exists), O_PATH opens,
+// statx, the lease probe of mapped.go (F_SETLEASE answers at once), the
+// store's reads of regular files (opened O_NONBLOCK, checked regular),
+// and changes to a regular file, which the kernel sends holding
+// its own lock of the mount's inode: a writer through the mount stalled
+// with the backing inode's lock (on memory it serves itself) stalls the
+// other users of that file in the kernel, not the daemon. Only a process
+// working straight in the backing directory could hold a backing inode's
+// or directory's lock for long behind the kernel's back, and stall what
+// the daemon does to that entry, and through the moves lock more.
 
 // nodeRef is a descriptor of the entry a node's name holds, checked to be
 // the node's inode, for an operation by name to act on.
@@ -131,6 +161,20 @@ func (n *node) is(dirfd int, name string) syscall.Errno {
 		return toErrno(err)
 	}
 	if a := n.StableAttr(); ino != a.Ino || gen != a.Gen {
+		return syscall.ESTALE
+	}
+	return 0
+}
+
+// isFile is is for a regular file, the one thing the kernel opens through
+// the daemon: where identities have no birth time (macOS, some
+// filesystems) a FIFO made in its place may reuse its number.
+func (n *node) isFile(dirfd int, name string) syscall.Errno {
+	ino, gen, typ, err := typedIdentity(dirfd, name)
+	if err != nil {
+		return toErrno(err)
+	}
+	if a := n.StableAttr(); ino != a.Ino || gen != a.Gen || typ != unix.S_IFREG {
 		return syscall.ESTALE
 	}
 	return 0

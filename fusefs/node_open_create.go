@@ -16,62 +16,139 @@ import (
 
 var _ = (fs.NodeOpener)((*node)(nil))
 
+// Open opens the node's file. No open here waits on another process while
+// the daemon holds a lock (identity.go), and none can wait on a FIFO or a
+// device (openFile): a lease's break, the one wait left, is waited for
+// holding nothing, and the open tried again.
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	fd, name, done, errno := n.at()
 	if errno != 0 {
 		return nil, 0, errno
 	}
 	defer done()
-	// The kernel supplies O_APPEND offsets itself; O_NOFOLLOW keeps a
-	// symlink swapped into the backing tree from redirecting the open.
+	// The kernel supplies O_APPEND offsets itself.
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
-	trunc := flags&syscall.O_TRUNC != 0
-	writable := flags&syscall.O_ACCMODE != syscall.O_RDONLY
-	var key string
-	keyed := false
-	if writable {
-		// A writer holding the file open blocks tool mutations until it
-		// closes: a tool's publish would leave its later writes in the
-		// replaced inode, lost. So the open itself runs under the file's
-		// lock, or a publish could swap the name's inode between the open
-		// and the count.
-		n.fsys.writers.moves.RLock()
-		defer n.fsys.writers.moves.RUnlock()
-		var unlock func()
-		key, unlock, keyed = n.fsys.writers.lock(n)
-		defer unlock()
+	for {
+		h, errno := n.tryOpen(ctx, fd, name, flags)
+		if errno == syscall.EWOULDBLOCK && flags&syscall.O_NONBLOCK == 0 {
+			n.awaitLease(fd, name, flags)
+			continue
+		}
+		if errno != 0 {
+			return nil, 0, errno
+		}
+		if !h.pt && n.keepCache(h.fd) {
+			return h, h.openFlags() | fuse.FOPEN_KEEP_CACHE, 0
+		}
+		return h, h.openFlags(), 0
 	}
-	ffd, err := unix.Openat(fd, name, int(flags&^syscall.O_TRUNC)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+}
+
+// tryOpen is one try of Open, which does not wait: EWOULDBLOCK is a
+// lease's break begun. A handle open for writing is counted among the
+// file's writers: a writer holding the file open blocks tool mutations
+// until it closes (a tool's publish would leave its later writes in the
+// replaced inode, lost). So it is opened under the file's lock, where no
+// publish can swap the name's inode between the open and the count.
+// moves is held for the count only, which it orders against renames of
+// directories; the truncation of O_TRUNC (with ATOMIC_O_TRUNC it comes
+// here, not as a SETATTR), a write, runs under the file's lock alone.
+func (n *node) tryOpen(ctx context.Context, dirfd int, name string, flags uint32) (*handle, syscall.Errno) {
+	if flags&syscall.O_ACCMODE == syscall.O_RDONLY {
+		fd, errno := n.openFile(dirfd, name, flags)
+		if errno != 0 {
+			return nil, errno
+		}
+		return newHandle(n, fd, flags), 0
+	}
+	h, unlock, errno := n.countWriter(ctx, dirfd, name, flags)
+	if errno != 0 {
+		return nil, errno
+	}
+	var err error
+	if flags&syscall.O_TRUNC != 0 {
+		err = unix.Ftruncate(h.fd, 0)
+	}
+	unlock()
 	if err != nil {
-		return nil, 0, toErrno(err)
+		h.abandon(writer(ctx))
+		return nil, toErrno(err)
 	}
-	if errno := n.sameInode(ffd); errno != 0 {
-		unix.Close(ffd)
-		return nil, 0, errno
+	return h, 0
+}
+
+// countWriter opens the file for writing and counts the handle among the
+// file's writers, at the path the file is at now. It returns with the
+// file's lock held.
+func (n *node) countWriter(ctx context.Context, dirfd int, name string, flags uint32) (*handle, func(), syscall.Errno) {
+	ws := n.fsys.writers
+	ws.moves.RLock()
+	defer ws.moves.RUnlock()
+	key, unlock, ok := ws.lock(n)
+	if !ok {
+		return nil, nil, syscall.ENOENT
 	}
-	h := newHandle(n, ffd, flags)
-	if writable {
-		if keyed {
-			h.changed(ctx, key, h.pt) // a passthrough writer's writes are unseen: owed from now
-			n.fsys.noteSelfKey(key)
+	fd, errno := n.openFile(dirfd, name, flags)
+	if errno != 0 {
+		unlock()
+		return nil, nil, errno
+	}
+	h := newHandle(n, fd, flags)
+	h.changed(ctx, key, h.pt) // a passthrough writer's writes are unseen: owed from now
+	n.fsys.noteSelfKey(key)
+	return h, unlock, 0
+}
+
+// openFile opens the node's file, dirfd/name, with flags (O_TRUNC aside),
+// without waiting. The kernel sends OPEN only for what it knows as a
+// regular file, but its entry may be stale: the name may hold a FIFO by
+// now, whose open waits for the other end, or a device, whose open is the
+// driver's to make wait, or another file. So the name must hold the node's
+// regular file before it is opened; and the open is O_NONBLOCK, so that
+// one swapped in meanwhile, by a live process, cannot make it wait either
+// (a regular file's open returns EWOULDBLOCK then, for a lease's break),
+// and O_NOFOLLOW, so that a symlink does not redirect it; the descriptor
+// is checked before anything is read, written or truncated. An open that
+// fails on what was swapped in (ENXIO: a FIFO without a reader; ELOOP) is
+// ESTALE, for the kernel to look the name up again.
+func (n *node) openFile(dirfd int, name string, flags uint32) (int, syscall.Errno) {
+	if errno := n.isFile(dirfd, name); errno != 0 {
+		return -1, errno
+	}
+	open := int(flags&^syscall.O_TRUNC) | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Openat(dirfd, name, open, 0)
+	if err != nil {
+		if errno := n.isFile(dirfd, name); errno != 0 {
+			return -1, errno
 		}
-		// Truncation by O_TRUNC (with ATOMIC_O_TRUNC it comes here, not as
-		// a SETATTR) is a write too.
-		if trunc {
-			if err := unix.Ftruncate(ffd, 0); err != nil {
-				if keyed {
-					h.abandon(key, writer(ctx))
-				} else {
-					unix.Close(ffd)
-				}
-				return nil, 0, toErrno(err)
-			}
-		}
+		return -1, toErrno(err)
 	}
-	if !h.pt && n.keepCache(ffd) {
-		return h, h.openFlags() | fuse.FOPEN_KEEP_CACHE, 0
+	errno := n.isFile(fd, "")
+	if errno == 0 && flags&syscall.O_NONBLOCK == 0 {
+		// F_SETFL takes only the status flags (O_APPEND, O_DIRECT,
+		// O_NOATIME, O_NONBLOCK), all known here.
+		_, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, open&^unix.O_NONBLOCK)
+		errno = toErrno(err)
 	}
-	return h, h.openFlags(), 0
+	if errno != 0 {
+		unix.Close(fd)
+		return -1, errno
+	}
+	return fd, 0
+}
+
+// awaitLease waits, holding nothing, for the break of a lease another
+// process holds on the node's file dirfd/name, begun by an open that could
+// not wait: a blocking open of the file returns once the lease is let go
+// (or after lease-break-time).
+func (n *node) awaitLease(dirfd int, name string, flags uint32) {
+	if n.isFile(dirfd, name) != 0 {
+		return // the retry answers
+	}
+	open := int(flags&^(syscall.O_TRUNC|syscall.O_NONBLOCK)) | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if fd, err := unix.Openat(dirfd, name, open, 0); err == nil {
+		unix.Close(fd)
+	}
 }
 
 var _ = (fs.NodeCreater)((*node)(nil))

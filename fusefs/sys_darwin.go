@@ -40,13 +40,19 @@ func generation(dirfd int, name string) uint64 { return 1 }
 // ""), and generation 1: macOS has no birth time to tell reused numbers
 // apart by.
 func identity(dirfd int, name string) (ino, gen uint64, err error) {
+	ino, gen, _, err = typedIdentity(dirfd, name)
+	return ino, gen, err
+}
+
+// typedIdentity is identity and the file's type (S_IFMT bits).
+func typedIdentity(dirfd int, name string) (ino, gen uint64, typ uint32, err error) {
 	var st unix.Stat_t
 	if name == "" {
 		err = unix.Fstat(dirfd, &st)
 	} else {
 		err = unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	}
-	return st.Ino, 1, err
+	return st.Ino, 1, uint32(st.Mode) & unix.S_IFMT, err
 }
 
 func coarseNow() unix.Timespec { return unix.NsecToTimespec(time.Now().UnixNano()) }
@@ -79,8 +85,19 @@ func (r nodeRef) utimes(ts []unix.Timespec) error {
 	return unix.UtimesNanoAt(r.dir, r.name, ts, unix.AT_SYMLINK_NOFOLLOW)
 }
 
+// reopen opens r's name again, for reading or writing: without blocking,
+// as the name may hold a FIFO by now (the caller checks the inode), and
+// with the caller's O_NONBLOCK only once open.
 func (r nodeRef) reopen(flags int) (int, error) {
-	return unix.Openat(r.dir, r.name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(r.dir, r.name, flags|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil || flags&unix.O_NONBLOCK != 0 {
+		return fd, err
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags&^unix.O_ACCMODE); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
 
 func (r nodeRef) link(dirfd int, name string) error {

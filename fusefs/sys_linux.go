@@ -56,18 +56,25 @@ func generation(dirfd int, name string) uint64 {
 // identity is the inode number and generation of dirfd/name (of dirfd
 // itself when name is ""), as a node's StableAttr holds them. One statx.
 func identity(dirfd int, name string) (ino, gen uint64, err error) {
+	ino, gen, _, err = typedIdentity(dirfd, name)
+	return ino, gen, err
+}
+
+// typedIdentity is identity and the file's type (S_IFMT bits).
+func typedIdentity(dirfd int, name string) (ino, gen uint64, typ uint32, err error) {
 	var stx unix.Statx_t
 	flags := unix.AT_SYMLINK_NOFOLLOW
 	if name == "" {
 		flags |= unix.AT_EMPTY_PATH
 	}
-	if err := unix.Statx(dirfd, name, flags, unix.STATX_INO|unix.STATX_BTIME, &stx); err != nil {
-		return 0, 0, err
+	if err := unix.Statx(dirfd, name, flags, unix.STATX_TYPE|unix.STATX_INO|unix.STATX_BTIME, &stx); err != nil {
+		return 0, 0, 0, err
 	}
+	typ = uint32(stx.Mode) & unix.S_IFMT
 	if stx.Mask&unix.STATX_BTIME == 0 {
-		return stx.Ino, 1, nil
+		return stx.Ino, 1, typ, nil
 	}
-	return stx.Ino, uint64(stx.Btime.Sec)*1e9 + uint64(stx.Btime.Nsec), nil
+	return stx.Ino, uint64(stx.Btime.Sec)*1e9 + uint64(stx.Btime.Nsec), typ, nil
 }
 
 // coarseNow is the clock the kernel stamps new inodes with (their birth

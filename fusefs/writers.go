@@ -22,7 +22,9 @@ import (
 // unlinked or replaced while open has no path any more, and its writes are
 // nobody's version. moves orders a directory's rename (exclusive) against
 // opens for writing and creates below it (shared), taken before any file's
-// lock: an open must not count its file at a path a rename is moving.
+// lock: an open must not count its file at a path a rename is moving. It
+// is never held across a system call that can wait on another process
+// (identity.go): a rename waiting for it holds up every later holder.
 type writers struct {
 	locks *versionstore.Locks
 	moves sync.RWMutex
