@@ -44,11 +44,6 @@ type Options struct {
 	// AliasRoots are other absolute paths that name the workspace root, such
 	// as the mount point: absolute symlinks into them stay inside.
 	AliasRoots []string
-	// SyncInterval is how often index changes are made durable (default 1s).
-	// Commits themselves do not fsync: the index is rebuilt from the files'
-	// bytes, which every publish fsyncs, so a crash loses at most this much
-	// history and attribution, never a version check.
-	SyncInterval time.Duration
 	// DiffBasisMaxBytes bounds the prior text a write returns for its diff
 	// (default DefaultDiffBasisMaxBytes).
 	DiffBasisMaxBytes int
@@ -78,6 +73,7 @@ type Store struct {
 	rootPath string   // real absolute path of the workspace root
 	roots    []string // every absolute path that names the root
 	db       *bolt.DB
+	commits  *groupCommitter // every store commit goes through it (groupcommit.go)
 	locks    Locks
 	log      *slog.Logger
 	euid     int // who follows symlinks for the tools (protectedSymlink)
@@ -163,6 +159,7 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		root.Close()
 		return nil, err
 	}
+	s.commits = newGroupCommitter(s.db)
 	maxKeep := opts.CaptureMaxBytes
 	if maxKeep == 0 {
 		maxKeep = DefaultCaptureMaxBytes
@@ -177,12 +174,8 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		s.retain.stored.Store(storedBytes(tx))
 		return nil
 	})
-	interval := opts.SyncInterval
-	if interval <= 0 {
-		interval = time.Second
-	}
 	s.syncDone.Add(1)
-	go s.syncLoop(interval)
+	go s.flushLoop()
 	return s, nil
 }
 
@@ -232,7 +225,11 @@ func openIndex(path string, log *slog.Logger) (*bolt.DB, error) {
 	// The freelist is synced (NoFreelistSync off): otherwise bbolt rebuilds
 	// it on open by walking every page in a goroutine of its own, which
 	// panics the process on a damaged page before anything can check it.
-	bopts := &bolt.Options{Timeout: time.Second, NoSync: true, FreelistType: bolt.FreelistMapType}
+	// NoSync is off: a commit that skipped its fdatasyncs can reach the disk
+	// as a meta page without the pages it points to, or overwrite pages the
+	// last durable state still uses, and a power cut then damages the file,
+	// not just loses the newest commits. groupcommit.go shares the syncs.
+	bopts := &bolt.Options{Timeout: time.Second, FreelistType: bolt.FreelistMapType}
 	db, err := openBolt(path, bopts)
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open index %s: another process holds it", path)
@@ -317,13 +314,9 @@ func checkIndex(db *bolt.DB) (err error) {
 	})
 }
 
-// syncLoop makes index commits durable every interval, and only when
-// something was written since the last sync.
-func (s *Store) syncLoop(interval time.Duration) {
+// flushLoop commits the mount's queued versions every mountFlushInterval.
+func (s *Store) flushLoop() {
 	defer s.syncDone.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	var synced int64
 	flush := time.NewTicker(mountFlushInterval)
 	defer flush.Stop()
 	for {
@@ -332,16 +325,6 @@ func (s *Store) syncLoop(interval time.Duration) {
 			return
 		case <-flush.C:
 			s.flushPending()
-		case <-t.C:
-			s.flushPending()
-			st := s.db.Stats()
-			if w := st.TxStats.GetWrite(); w != synced {
-				if err := s.db.Sync(); err != nil {
-					s.log.Error("sync index", "err", err)
-					continue
-				}
-				synced = w
-			}
 		}
 	}
 }
