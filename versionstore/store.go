@@ -30,7 +30,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Options tune a Store. The zero value is usable.
@@ -215,105 +214,6 @@ func inside(dir, p string) bool {
 	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
 
-// openIndex opens the bbolt file. Commits skip fsync (see Options.SyncInterval),
-// so after an unclean shutdown the file is checked, and a damaged one is moved
-// aside: the versions it held are recomputed from the files on first access.
-func openIndex(path string, log *slog.Logger) (*bolt.DB, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("open index: %w", err)
-	}
-	// The freelist is synced (NoFreelistSync off): otherwise bbolt rebuilds
-	// it on open by walking every page in a goroutine of its own, which
-	// panics the process on a damaged page before anything can check it.
-	// NoSync is off: a commit that skipped its fdatasyncs can reach the disk
-	// as a meta page without the pages it points to, or overwrite pages the
-	// last durable state still uses, and a power cut then damages the file,
-	// not just loses the newest commits. groupcommit.go shares the syncs.
-	bopts := &bolt.Options{Timeout: time.Second, FreelistType: bolt.FreelistMapType}
-	db, err := openBolt(path, bopts)
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("open index %s: another process holds it", path)
-	}
-	if err == nil {
-		if err = prepareIndex(db); err == nil {
-			return db, nil
-		}
-		db.Close()
-	}
-	aside := fmt.Sprintf("%s.damaged-%d", path, time.Now().Unix())
-	log.Warn("index damaged, starting a new one", "path", path, "moved_to", aside, "err", err)
-	if rerr := os.Rename(path, aside); rerr != nil {
-		return nil, fmt.Errorf("open index: %w (and moving it aside: %v)", err, rerr)
-	}
-	db, err = openBolt(path, bopts)
-	if err != nil {
-		return nil, fmt.Errorf("open index: %w", err)
-	}
-	if err := prepareIndex(db); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
-}
-
-// openBolt opens the bbolt file, turning a panic on a damaged file into an
-// error.
-func openBolt(path string, opts *bolt.Options) (db *bolt.DB, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("open index: %v", r)
-		}
-	}()
-	return bolt.Open(path, 0o600, opts)
-}
-
-// prepareIndex checks the file after an unclean shutdown, creates the
-// buckets, and clears the clean-shutdown mark until Close sets it again.
-func prepareIndex(db *bolt.DB) error {
-	clean := false
-	err := db.View(func(tx *bolt.Tx) error {
-		if m := tx.Bucket(bucketMeta); m != nil && m.Get(keyClean) != nil {
-			clean = true
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if !clean {
-		if err := checkIndex(db); err != nil {
-			return err
-		}
-	}
-	return db.Update(func(tx *bolt.Tx) error {
-		if err := initBuckets(tx); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Delete(keyClean)
-	})
-}
-
-// checkIndex runs bbolt's consistency check. It reads every error (the
-// checker blocks until they are all taken) and turns the panics bbolt raises
-// on damaged pages into an error.
-func checkIndex(db *bolt.DB) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("index check: %v", r)
-		}
-	}()
-	return db.View(func(tx *bolt.Tx) error {
-		var errs []error
-		for cerr := range tx.Check() {
-			errs = append(errs, cerr)
-		}
-		if len(errs) > 0 {
-			return fmt.Errorf("index check: %w", errors.Join(errs...))
-		}
-		return nil
-	})
-}
-
 // flushLoop commits the mount's queued versions every mountFlushInterval.
 func (s *Store) flushLoop() {
 	defer s.syncDone.Done()
@@ -346,10 +246,7 @@ func (s *Store) Close() error {
 		s.syncDone.Wait()
 		s.flushPending()
 		s.retain.wait()
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketMeta).Put(keyClean, []byte{1})
-		})
-		err = errors.Join(err, s.db.Sync(), s.db.Close(), s.root.Close())
+		err := errors.Join(markClean(s.db), s.db.Close(), s.root.Close())
 		if err != nil {
 			s.closeErr = fmt.Errorf("close index: %w", err)
 		}

@@ -1,0 +1,185 @@
+package versionstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// crash stops ts as a power cut would find it: no clean mark, no Close.
+func (ts *testStore) crash() {
+	ts.t.Helper()
+	close(ts.stopSync)
+	ts.syncDone.Wait()
+	must(ts.t, ts.db.Close())
+	must(ts.t, ts.root.Close())
+}
+
+// fillIndex writes n files through the store, enough that the files and
+// history buckets span branch pages.
+func fillIndex(ts *testStore, n int) {
+	ts.t.Helper()
+	for i := range n {
+		_, err := ts.write(fmt.Sprintf("d%02d/%s-%04d.txt", i%10, strings.Repeat("file", 40), i), strings.Repeat("line\n", i%40+1), anyway)
+		must(ts.t, err)
+	}
+}
+
+// rawOf reads the closed index at path without bbolt.
+func rawOf(t *testing.T, path string) (*rawIndex, *os.File) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	must(t, err)
+	t.Cleanup(func() { f.Close() })
+	fi, err := f.Stat()
+	must(t, err)
+	r, err := openRawIndex(f, fi.Size())
+	must(t, err)
+	return r, f
+}
+
+// bucketRoot is the root page of a top-level bucket of the closed index.
+func bucketRoot(t *testing.T, r *rawIndex, name []byte) uint64 {
+	t.Helper()
+	v, isBucket, err := r.lookup(nil, name)
+	if err != nil || !isBucket {
+		t.Fatalf("bucket %s: %v", name, err)
+	}
+	root := binary.LittleEndian.Uint64(v)
+	if root == 0 {
+		t.Fatalf("bucket %s is inline", name)
+	}
+	return root
+}
+
+// openWithin opens ts again in a goroutine and fails if that does not
+// return within d: a damaged index must not hang the start.
+func openWithin(ts *testStore, d time.Duration) {
+	ts.t.Helper()
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		s, err := Open(ts.dir, ts.index, Options{})
+		if err != nil {
+			panic(err)
+		}
+		ts.Store = s
+	}()
+	select {
+	case p := <-done:
+		if p != nil {
+			ts.t.Fatalf("open of a damaged index: %v", p)
+		}
+	case <-time.After(d):
+		ts.t.Fatalf("open of a damaged index did not return within %v", d)
+	}
+}
+
+// A damaged index opens without panic or hang: each corruption of a real
+// index's pages (as a torn or misdirected write would leave it) is found
+// before bbolt follows it, and the store starts on a sound index.
+func TestDamagedIndexOpensWithinDeadline(t *testing.T) {
+	// A descent that never ends fails fast instead of growing to 1 GB.
+	defer debug.SetMaxStack(debug.SetMaxStack(64 << 20))
+	le := binary.LittleEndian
+	corruptions := map[string]func(t *testing.T, r *rawIndex, f *os.File){
+		// A branch page whose first child is itself: bbolt's check and
+		// cursors descend forever.
+		"branch cycle": func(t *testing.T, r *rawIndex, f *os.File) {
+			id := bucketRoot(t, r, bucketHistory)
+			buf, err := r.page(id)
+			must(t, err)
+			if le.Uint16(buf[8:]) != branchPageFlag {
+				t.Fatalf("history root %d is not a branch", id)
+			}
+			le.PutUint64(buf[pageHeaderSize+8:], id)
+			_, err = f.WriteAt(buf, int64(id)*int64(r.meta.pageSize))
+			must(t, err)
+		},
+		// A freelist count torn to a huge number.
+		"freelist count": func(t *testing.T, r *rawIndex, f *os.File) {
+			var b [16]byte
+			le.PutUint16(b[0:], 0xFFFF)
+			le.PutUint64(b[2:], 1<<40)
+			_, err := f.WriteAt(b[:10], int64(r.meta.freelist)*int64(r.meta.pageSize)+10)
+			must(t, err)
+		},
+		// A branch page's type byte flipped: bbolt asserts "Page expected
+		// to be branch or leaf" and panics.
+		"page type": func(t *testing.T, r *rawIndex, f *os.File) {
+			id := bucketRoot(t, r, bucketFiles)
+			_, err := f.WriteAt([]byte{freelistFlag, 0}, int64(id)*int64(r.meta.pageSize)+8)
+			must(t, err)
+		},
+		// A page torn in half: its second half from another page.
+		"torn page": func(t *testing.T, r *rawIndex, f *os.File) {
+			id := bucketRoot(t, r, bucketFiles)
+			ps := int64(r.meta.pageSize)
+			half := make([]byte, ps/2)
+			_, err := f.ReadAt(half, (int64(r.meta.pgid)-1)*ps)
+			must(t, err)
+			_, err = f.WriteAt(half, int64(id)*ps+ps/2)
+			must(t, err)
+		},
+	}
+	for seed := range 6 {
+		corruptions[fmt.Sprintf("random pages %d", seed)] = func(t *testing.T, r *rawIndex, f *os.File) {
+			rng := rand.New(rand.NewPCG(uint64(seed), 7))
+			ps := int64(r.meta.pageSize)
+			for range 3 {
+				junk := make([]byte, ps/int64(1+rng.IntN(4)))
+				for i := range junk {
+					junk[i] = byte(rng.UintN(256))
+				}
+				_, err := f.WriteAt(junk, (2+rng.Int64N(int64(r.meta.pgid)-2))*ps)
+				must(t, err)
+			}
+		}
+	}
+	for name, corrupt := range corruptions {
+		t.Run(name, func(t *testing.T) {
+			ts := openTestStore(t)
+			fillIndex(ts, 80)
+			ts.crash()
+			r, f := rawOf(t, ts.index)
+			corrupt(t, r, f)
+			f.Close()
+			openWithin(ts, 30*time.Second)
+			if v := ts.version("d01/" + strings.Repeat("file", 40) + "-0001.txt"); v != SumString("line\nline\n") {
+				t.Fatalf("version after the damaged start: %s", v)
+			}
+		})
+	}
+}
+
+// A clean mark left behind by a start whose clearing of it never reached
+// the disk (later commits did) is stale: the start checks the index anyway.
+func TestStaleCleanMarkIsChecked(t *testing.T) {
+	ts := openTestStore(t)
+	fillIndex(ts, 80)
+	must(t, ts.Close())
+	// Later commits on the file that still carries the mark.
+	db, err := bolt.Open(ts.index, 0o600, nil)
+	must(t, err)
+	must(t, db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put([]byte("later"), []byte("commit"))
+	}))
+	must(t, db.Close())
+	r, f := rawOf(t, ts.index)
+	id := bucketRoot(t, r, bucketFiles)
+	_, err = f.WriteAt([]byte{freelistFlag, 0}, int64(id)*int64(r.meta.pageSize)+8)
+	must(t, err)
+	f.Close()
+	openWithin(ts, 30*time.Second)
+	if aside, _ := filepath.Glob(ts.index + ".damaged-*"); len(aside) != 1 {
+		t.Fatalf("a damaged index behind a stale clean mark was served unchecked (kept aside: %v)", aside)
+	}
+}
