@@ -32,8 +32,9 @@ var checkTimeout = time.Minute
 var errIndexHeld = errors.New("another process holds it")
 
 // openIndex opens the bbolt file at path, creating it if missing. A damaged
-// one is moved aside and a new one started: the versions it held are
-// recomputed from the files on first access.
+// one is kept aside and what can be read of it salvaged into a new one
+// (salvage.go); versions it lost are recomputed from the files on first
+// access.
 func openIndex(path string, log *slog.Logger) (*bolt.DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open index: %w", err)
@@ -53,12 +54,15 @@ func openIndex(path string, log *slog.Logger) (*bolt.DB, error) {
 		return db, nil
 	}
 	aside := fmt.Sprintf("%s.damaged-%d", path, time.Now().Unix())
-	log.Warn("index damaged, starting a new one", "path", path, "moved_to", aside, "err", err)
+	log.Warn("index damaged, salvaging it into a new one", "path", path, "kept_as", aside, "err", err)
 	if rerr := os.Rename(path, aside); rerr != nil {
 		return nil, fmt.Errorf("open index: %w (and moving it aside: %v)", err, rerr)
 	}
 	if db, err = openChecked(path, bopts); err != nil {
 		return nil, fmt.Errorf("open index: %w", err)
+	}
+	if _, err := salvage(aside, db, log); err != nil {
+		log.Error("index not salvaged: its history, checkpoints and observations are lost", "kept_as", aside, "err", err)
 	}
 	return db, nil
 }

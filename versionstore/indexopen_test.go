@@ -1,6 +1,7 @@
 package versionstore
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -181,5 +182,62 @@ func TestStaleCleanMarkIsChecked(t *testing.T) {
 	openWithin(ts, 30*time.Second)
 	if aside, _ := filepath.Glob(ts.index + ".damaged-*"); len(aside) != 1 {
 		t.Fatalf("a damaged index behind a stale clean mark was served unchecked (kept aside: %v)", aside)
+	}
+}
+
+// A damaged index is salvaged, not discarded: what its readable pages hold
+// (history, checkpoints, the journal) is copied into the new index, and the
+// damaged file is kept for inspection.
+func TestDamagedIndexSalvaged(t *testing.T) {
+	ts := openTestStore(t)
+	fillIndex(ts, 80)
+	cp, err := ts.Checkpoint(context.Background(), "before", nil)
+	must(t, err)
+	_, err = ts.write("d00/late.txt", "late\n", anyway)
+	must(t, err)
+	ts.crash()
+	r, f := rawOf(t, ts.index)
+	// Tear one leaf page of the history: its entries are lost, the rest not.
+	root := bucketRoot(t, r, bucketHistory)
+	buf, err := r.page(root)
+	must(t, err)
+	_, elems, err := elements(buf)
+	must(t, err)
+	if len(elems) < 3 {
+		t.Fatalf("history root has %d children", len(elems))
+	}
+	lost := elems[1].child
+	_, err = f.WriteAt(make([]byte, r.meta.pageSize), int64(lost)*int64(r.meta.pageSize))
+	must(t, err)
+	f.Close()
+	openWithin(ts, 30*time.Second)
+	if aside, _ := filepath.Glob(ts.index + ".damaged-*"); len(aside) != 1 {
+		t.Fatalf("damaged index not kept for inspection: %v", aside)
+	}
+	if got, err := ts.FindCheckpoint("before"); err != nil || got.Seq != cp.Seq {
+		t.Fatalf("checkpoint after salvage: %+v, %v", got, err)
+	}
+	kept := 0
+	for i := range 80 {
+		h, err := ts.History(fmt.Sprintf("d%02d/%s-%04d.txt", i%10, strings.Repeat("file", 40), i))
+		must(t, err)
+		if len(h) > 0 {
+			kept++
+		}
+	}
+	if kept < 40 || kept == 80 {
+		t.Fatalf("%d of 80 files kept their history after one history page was lost", kept)
+	}
+	h, err := ts.History("d00/late.txt")
+	must(t, err)
+	if len(h) != 1 {
+		t.Fatalf("history of the last write: %+v", h)
+	}
+	res, err := ts.Rewind(context.Background(), "before", RewindOptions{Writer: Writer{Kind: WriterRestore}})
+	if err != nil || res.Conflicts != 0 {
+		t.Fatalf("rewind after salvage: %+v, %v", res, err)
+	}
+	if _, err := os.Stat(ts.path("d00/late.txt")); !os.IsNotExist(err) {
+		t.Fatal("the rewind after salvage left the file created after the checkpoint")
 	}
 }

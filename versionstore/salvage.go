@@ -1,0 +1,185 @@
+package versionstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Salvage: a damaged index is not discarded. Its pages are read with the
+// same plain reads that check it (indexcheck.go), never through bbolt, and
+// every entry of every bucket on a page that reads soundly is copied into
+// the new index; a page that does not is skipped with what hangs below it
+// and counted as lost. The damaged file stays beside the new one for
+// inspection. Versions of files whose entries were lost are recomputed from
+// the files on first access, as for any file the index does not know.
+
+// SalvageReport says what a salvage copied and lost.
+type SalvageReport struct {
+	From   string         `json:"from"`   // the damaged file, kept
+	Copied map[string]int `json:"copied"` // entries per top-level bucket
+	Lost   int            `json:"lost"`   // pages that could not be read
+	// Newest is the latest journal entry copied: changes after it may be
+	// missing from history.
+	Newest JournalEntry `json:"newest_journal_entry"`
+}
+
+// keySalvage, in the meta bucket, holds the last salvage's report.
+var keySalvage = []byte("salvage")
+
+// jsonBuckets are the store's buckets whose values are JSON: a value from
+// a damaged page that does not parse is not copied.
+var jsonBuckets = map[string]bool{string(bucketFiles): true, string(bucketHistory): true, string(bucketJournal): true, string(bucketCheckpoints): true}
+
+// salvage copies what can be read of the damaged index at path into db, and
+// records and logs what it copied and lost.
+func salvage(path string, db *bolt.DB, log *slog.Logger) (rep SalvageReport, err error) {
+	rep = SalvageReport{From: path, Copied: map[string]int{}}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("salvage index: %v", r)
+		}
+	}()
+	f, err := os.Open(path)
+	if err != nil {
+		return rep, fmt.Errorf("salvage index: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return rep, fmt.Errorf("salvage index: %w", err)
+	}
+	r, err := openRawIndex(f, fi.Size())
+	if err != nil {
+		return rep, fmt.Errorf("salvage index: %w", err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		c := &salvager{r: r, rep: &rep}
+		c.entries(r.meta.root, nil, 0, func(k, v []byte, isBucket bool) {
+			if !isBucket || len(k) == 0 {
+				return
+			}
+			b, err := tx.CreateBucketIfNotExists(k)
+			if err != nil {
+				return
+			}
+			c.copyBucket(b, string(k), v, 1)
+		})
+		if err := tx.Bucket(bucketMeta).Delete(keyClean); err != nil {
+			return err
+		}
+		rep.Newest = newestJournalEntry(tx)
+		v, err := json.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySalvage, v)
+	})
+	if err != nil {
+		return rep, fmt.Errorf("salvage index: %w", err)
+	}
+	log.Warn("index salvaged", "from", path, "copied", rep.Copied, "pages_lost", rep.Lost,
+		"history_complete_until", rep.Newest.Time, "journal_seq", rep.Newest.Seq)
+	return rep, nil
+}
+
+// salvager copies entries from the raw index, counting what it loses.
+type salvager struct {
+	r   *rawIndex
+	rep *SalvageReport
+}
+
+// copyBucket copies the bucket whose header is hdr into b.
+func (c *salvager) copyBucket(b *bolt.Bucket, top string, hdr []byte, depth int) {
+	if len(hdr) < bucketHeaderLen {
+		c.rep.Lost++
+		return
+	}
+	if seq := binary.LittleEndian.Uint64(hdr[8:]); seq > b.Sequence() {
+		b.SetSequence(seq)
+	}
+	root, inline := binary.LittleEndian.Uint64(hdr), []byte(nil)
+	if root == 0 {
+		inline = hdr[bucketHeaderLen:]
+	}
+	c.entries(root, inline, depth, func(k, v []byte, isBucket bool) {
+		switch {
+		case len(k) == 0 || len(k) > bolt.MaxKeySize:
+			c.rep.Lost++
+		case isBucket:
+			if sub, err := b.CreateBucketIfNotExists(k); err == nil {
+				c.copyBucket(sub, top, v, depth+1)
+			}
+		case top == string(bucketMeta) && bytes.Equal(k, keyClean):
+		case jsonBuckets[top] && !json.Valid(v):
+			c.rep.Lost++
+		default:
+			if b.Put(bytes.Clone(k), bytes.Clone(v)) == nil {
+				c.rep.Copied[top]++
+			}
+		}
+	})
+}
+
+// entries calls fn for every entry below page root (or of the inline page),
+// skipping pages that do not read soundly or were reached before.
+func (c *salvager) entries(root uint64, inline []byte, depth int, fn func(k, v []byte, isBucket bool)) {
+	if depth > maxIndexDepth {
+		c.rep.Lost++
+		return
+	}
+	buf := inline
+	if buf == nil {
+		var err error
+		if buf, err = c.r.page(root); err != nil {
+			c.rep.Lost++
+			return
+		}
+		if c.r.reach(root, uint64(len(buf))/uint64(c.r.meta.pageSize)) != nil {
+			c.rep.Lost++
+			return
+		}
+	}
+	flags, elems, err := elements(buf)
+	if err != nil {
+		c.rep.Lost++
+		return
+	}
+	for _, e := range elems {
+		if flags == branchPageFlag {
+			c.entries(e.child, nil, depth+1, fn)
+		} else {
+			fn(e.key, e.value, e.bucket)
+		}
+	}
+}
+
+// newestJournalEntry is the journal's last entry (zero if none).
+func newestJournalEntry(tx *bolt.Tx) JournalEntry {
+	var e JournalEntry
+	if b := tx.Bucket(bucketJournal); b != nil {
+		if _, v := b.Cursor().Last(); v != nil {
+			json.Unmarshal(v, &e)
+		}
+	}
+	return e
+}
+
+// Salvaged returns the report of the last salvage of this index, if it was
+// ever salvaged, for the status to show.
+func (s *Store) Salvaged() (SalvageReport, bool) {
+	var rep SalvageReport
+	found := false
+	s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keySalvage); v != nil {
+			found = json.Unmarshal(v, &rep) == nil
+		}
+		return nil
+	})
+	return rep, found
+}
