@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -147,17 +148,13 @@ func serveRecorder(arg string) {
 	if err != nil {
 		panic(err)
 	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(parts[0], &st); err != nil {
+	w := &logWriter{f: log}
+	loop, err := fs.NewLoopbackRoot(parts[0])
+	if err != nil {
 		panic(err)
 	}
-	w := &logWriter{f: log}
-	root := &fs.LoopbackRoot{Path: parts[0], Dev: uint64(st.Dev)}
-	root.NewNode = func(rd *fs.LoopbackRoot, _ *fs.Inode, name string, _ *syscall.Stat_t) fs.InodeEmbedder {
-		return &recNode{LoopbackNode: fs.LoopbackNode{RootData: rd}, log: w, name: name}
-	}
-	root.RootNode = root.NewNode(root, nil, "", &st)
-	server, err := fs.Mount(parts[1], root.RootNode, &fs.Options{MountOptions: fuse.MountOptions{FsName: "crashrec"}})
+	root := &recNode{LoopbackNode: loop.(*fs.LoopbackNode), log: w}
+	server, err := fs.Mount(parts[1], root, &fs.Options{MountOptions: fuse.MountOptions{FsName: "crashrec"}})
 	if err != nil {
 		panic(err)
 	}
@@ -184,9 +181,14 @@ func (w *logWriter) record(kind byte, off int64, data []byte) {
 
 // recNode is a loopback node that records the index file's operations.
 type recNode struct {
-	fs.LoopbackNode
-	log  *logWriter
-	name string
+	*fs.LoopbackNode
+	log *logWriter
+}
+
+var _ = (fs.NodeWrapChilder)((*recNode)(nil))
+
+func (n *recNode) WrapChild(_ context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	return &recNode{LoopbackNode: ops.(*fs.LoopbackNode), log: n.log}
 }
 
 type loopFile interface {
@@ -207,6 +209,9 @@ type recFile struct {
 }
 
 func (n *recNode) wrap(name string, fh fs.FileHandle) fs.FileHandle {
+	if name == "" {
+		name = path.Base(n.Path(nil))
+	}
 	if lf, ok := fh.(loopFile); ok && name == "index.db" {
 		return &recFile{lf, n.log}
 	}
@@ -215,7 +220,7 @@ func (n *recNode) wrap(name string, fh fs.FileHandle) fs.FileHandle {
 
 func (n *recNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	fh, fl, errno := n.LoopbackNode.Open(ctx, flags)
-	return n.wrap(n.name, fh), fl, errno
+	return n.wrap("", fh), fl, errno
 }
 
 func (n *recNode) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
