@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -86,7 +85,7 @@ func durabilityEditor(b *testing.B, kind string) func() time.Duration {
 			if _, err := jf.Write(rec); err != nil {
 				b.Fatal(err)
 			}
-			if err := syscall.Fdatasync(int(jf.Fd())); err != nil {
+			if err := datasync(jf); err != nil {
 				b.Fatal(err)
 			}
 		}
