@@ -241,3 +241,23 @@ func TestDamagedIndexSalvaged(t *testing.T) {
 		t.Fatal("the rewind after salvage left the file created after the checkpoint")
 	}
 }
+
+// A consistency check that cannot finish is a damaged index, not a hang:
+// the start gives up on it after checkTimeout and salvages the index.
+func TestStalledCheckIsDamage(t *testing.T) {
+	ts := openTestStore(t)
+	fillIndex(ts, 10)
+	ts.crash()
+	stall := make(chan struct{})
+	defer close(stall)
+	defer func(c func(*bolt.DB) error, d time.Duration) { boltCheck, checkTimeout = c, d }(boltCheck, checkTimeout)
+	boltCheck = func(*bolt.DB) error { <-stall; return nil }
+	checkTimeout = 200 * time.Millisecond
+	openWithin(ts, 30*time.Second)
+	if aside, _ := filepath.Glob(ts.index + ".damaged-*"); len(aside) != 1 {
+		t.Fatalf("an index whose check stalled was not set aside: %v", aside)
+	}
+	if h, err := ts.History("d01/" + strings.Repeat("file", 40) + "-0001.txt"); err != nil || len(h) != 1 {
+		t.Fatalf("history after salvage: %+v, %v", h, err)
+	}
+}
