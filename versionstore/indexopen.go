@@ -35,9 +35,9 @@ var errIndexHeld = errors.New("another process holds it")
 // one is kept aside and what can be read of it salvaged into a new one
 // (salvage.go); versions it lost are recomputed from the files on first
 // access.
-func openIndex(path string, log *slog.Logger) (*bolt.DB, error) {
+func openIndex(path string, log *slog.Logger) (db *bolt.DB, salvaged bool, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("open index: %w", err)
+		return nil, false, fmt.Errorf("open index: %w", err)
 	}
 	// NoSync is off: a commit that skipped its fdatasyncs can reach the disk
 	// as a meta page without the pages it points to, or overwrite pages the
@@ -46,25 +46,25 @@ func openIndex(path string, log *slog.Logger) (*bolt.DB, error) {
 	// The freelist is synced (NoFreelistSync off): otherwise bbolt rebuilds
 	// it on open by walking every page in a goroutine of its own.
 	bopts := &bolt.Options{Timeout: time.Second, FreelistType: bolt.FreelistMapType}
-	db, err := openChecked(path, bopts)
+	db, err = openChecked(path, bopts)
 	if errors.Is(err, errIndexHeld) {
-		return nil, fmt.Errorf("open index %s: %w", path, errIndexHeld)
+		return nil, false, fmt.Errorf("open index %s: %w", path, errIndexHeld)
 	}
 	if err == nil {
-		return db, nil
+		return db, false, nil
 	}
 	aside := fmt.Sprintf("%s.damaged-%d", path, time.Now().Unix())
 	log.Warn("index damaged, salvaging it into a new one", "path", path, "kept_as", aside, "err", err)
 	if rerr := os.Rename(path, aside); rerr != nil {
-		return nil, fmt.Errorf("open index: %w (and moving it aside: %v)", err, rerr)
+		return nil, false, fmt.Errorf("open index: %w (and moving it aside: %v)", err, rerr)
 	}
 	if db, err = openChecked(path, bopts); err != nil {
-		return nil, fmt.Errorf("open index: %w", err)
+		return nil, false, fmt.Errorf("open index: %w", err)
 	}
 	if _, err := salvage(aside, db, log); err != nil {
 		log.Error("index not salvaged: its history, checkpoints and observations are lost", "kept_as", aside, "err", err)
 	}
-	return db, nil
+	return db, true, nil
 }
 
 // openChecked opens the index at path, checked first unless it was closed

@@ -5,8 +5,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -182,4 +187,67 @@ func (s *Store) Salvaged() (SalvageReport, bool) {
 		return nil
 	})
 	return rep, found
+}
+
+// reattachObjects gives the object files under objects/ that the salvaged
+// index no longer names their entries back: each is decoded and verified
+// against its name first.
+func (s *Store) reattachObjects() {
+	var found []packed
+	filepath.WalkDir(s.objects.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		v, err := ParseVersion(versionPrefix + filepath.Base(filepath.Dir(p)) + d.Name())
+		if err != nil || s.HasObject(v) {
+			return nil
+		}
+		if p, ok := s.objects.reattach(v, p); ok {
+			found = append(found, p)
+		}
+		return nil
+	})
+	if len(found) == 0 {
+		return
+	}
+	err := s.commits.update(func(tx *bolt.Tx) error {
+		for _, p := range found {
+			if _, err := putObject(tx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Error("re-attach kept objects after a salvage", "err", err)
+		return
+	}
+	s.log.Warn("kept objects re-attached after a salvage", "objects", len(found))
+}
+
+// reattach reads the object file at path and returns its entry, if it
+// holds the bytes of v.
+func (o *objectStore) reattach(v Version, path string) (packed, bool) {
+	z, err := os.ReadFile(path)
+	if err != nil {
+		return packed{}, false
+	}
+	var h zstd.Header
+	if h.Decode(z) != nil || !h.HasFCS || h.FrameContentSize > uint64(max(o.maxKeep, DefaultCaptureMaxBytes)) {
+		return packed{}, false
+	}
+	data, err := o.dec.DecodeAll(z, make([]byte, 0, h.FrameContentSize))
+	if err != nil || Sum(data) != v {
+		return packed{}, false
+	}
+	value := make([]byte, objHeader)
+	value[0] = objFile
+	stored := time.Now()
+	if fi, err := os.Stat(path); err == nil {
+		stored = fi.ModTime()
+	}
+	binary.BigEndian.PutUint64(value[1:], uint64(stored.Unix()))
+	binary.BigEndian.PutUint64(value[9:], uint64(len(data)))
+	binary.BigEndian.PutUint64(value[17:], uint64(len(z)))
+	return packed{version: v, value: value}, true
 }

@@ -154,7 +154,8 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 	for _, a := range opts.AliasRoots {
 		s.roots = appendRoots(s.roots, a)
 	}
-	if s.db, err = openIndex(absIndex, s.log); err != nil {
+	salvaged := false
+	if s.db, salvaged, err = openIndex(absIndex, s.log); err != nil {
 		root.Close()
 		return nil, err
 	}
@@ -167,6 +168,9 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		s.db.Close()
 		root.Close()
 		return nil, err
+	}
+	if salvaged {
+		s.reattachObjects()
 	}
 	s.retain.init(opts.RetainBytes, opts.RetainAge)
 	s.db.View(func(tx *bolt.Tx) error {
