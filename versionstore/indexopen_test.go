@@ -269,7 +269,7 @@ func TestStalledCheckIsDamage(t *testing.T) {
 // could not read: their bytes stay restorable.
 func TestSalvageReattachesObjectFiles(t *testing.T) {
 	ts := openTestStore(t)
-	fillIndex(ts, 80) // the objects bucket outgrows an inline one
+	fillIndex(ts, 80)                         // the objects bucket outgrows an inline one
 	big := make([]byte, inlineLimit+(64<<10)) // incompressible: kept in a file
 	cryptorand.Read(big)
 	res, err := ts.write("big.bin", string(big), anyway)
