@@ -269,8 +269,10 @@ func TestStalledCheckIsDamage(t *testing.T) {
 // could not read: their bytes stay restorable.
 func TestSalvageReattachesObjectFiles(t *testing.T) {
 	ts := openTestStore(t)
-	fillIndex(ts, 80)                         // the objects bucket outgrows an inline one
-	big := make([]byte, inlineLimit+(64<<10)) // incompressible: kept in a file
+	// Enough objects that their bucket is not inline, and one large
+	// enough (incompressible) to be kept in a file.
+	fillIndex(ts, 80)
+	big := make([]byte, inlineLimit+(64<<10))
 	cryptorand.Read(big)
 	res, err := ts.write("big.bin", string(big), anyway)
 	must(t, err)
