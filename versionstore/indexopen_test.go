@@ -217,6 +217,9 @@ func TestDamagedIndexSalvaged(t *testing.T) {
 	if aside, _ := filepath.Glob(ts.index + ".damaged-*"); len(aside) != 1 {
 		t.Fatalf("damaged index not kept for inspection: %v", aside)
 	}
+	if rep, ok := ts.Salvaged(); !ok || rep.Lost != 1 || rep.Copied["checkpoints"] != 1 || rep.JournalSeq == 0 || rep.CompleteUntil.IsZero() {
+		t.Fatalf("salvage report %+v (found: %v)", rep, ok)
+	}
 	if got, err := ts.FindCheckpoint("before"); err != nil || got.Seq != cp.Seq {
 		t.Fatalf("checkpoint after salvage: %+v, %v", got, err)
 	}

@@ -26,12 +26,15 @@ import (
 
 // SalvageReport says what a salvage copied and lost.
 type SalvageReport struct {
-	From   string         `json:"from"`   // the damaged file, kept
-	Copied map[string]int `json:"copied"` // entries per top-level bucket
-	Lost   int            `json:"lost"`   // pages that could not be read
-	// Newest is the latest journal entry copied: changes after it may be
-	// missing from history.
-	Newest JournalEntry `json:"newest_journal_entry"`
+	At     time.Time      `json:"at"`         // when the index was salvaged
+	From   string         `json:"from"`       // the damaged file, kept
+	Copied map[string]int `json:"copied"`     // entries per top-level bucket
+	Lost   int            `json:"pages_lost"` // pages that could not be read
+	// CompleteUntil is the time of the latest journal entry copied, and
+	// JournalSeq its number: changes after it may be missing from history
+	// (zero: no journal entry could be read).
+	CompleteUntil time.Time `json:"history_complete_until"`
+	JournalSeq    uint64    `json:"journal_seq"`
 }
 
 // keySalvage, in the meta bucket, holds the last salvage's report.
@@ -44,7 +47,7 @@ var jsonBuckets = map[string]bool{string(bucketFiles): true, string(bucketHistor
 // salvage copies what can be read of the damaged index at path into db, and
 // records and logs what it copied and lost.
 func salvage(path string, db *bolt.DB, log *slog.Logger) (rep SalvageReport, err error) {
-	rep = SalvageReport{From: path, Copied: map[string]int{}}
+	rep = SalvageReport{At: time.Now().UTC(), From: path, Copied: map[string]int{}}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("salvage index: %v", r)
@@ -78,7 +81,8 @@ func salvage(path string, db *bolt.DB, log *slog.Logger) (rep SalvageReport, err
 		if err := tx.Bucket(bucketMeta).Delete(keyClean); err != nil {
 			return err
 		}
-		rep.Newest = newestJournalEntry(tx)
+		newest := newestJournalEntry(tx)
+		rep.CompleteUntil, rep.JournalSeq = newest.Time, newest.Seq
 		v, err := json.Marshal(rep)
 		if err != nil {
 			return err
@@ -89,7 +93,7 @@ func salvage(path string, db *bolt.DB, log *slog.Logger) (rep SalvageReport, err
 		return rep, fmt.Errorf("salvage index: %w", err)
 	}
 	log.Warn("index salvaged", "from", path, "copied", rep.Copied, "pages_lost", rep.Lost,
-		"history_complete_until", rep.Newest.Time, "journal_seq", rep.Newest.Seq)
+		"history_complete_until", rep.CompleteUntil, "journal_seq", rep.JournalSeq)
 	return rep, nil
 }
 
@@ -176,7 +180,7 @@ func newestJournalEntry(tx *bolt.Tx) JournalEntry {
 }
 
 // Salvaged returns the report of the last salvage of this index, if it was
-// ever salvaged, for the status to show.
+// ever salvaged: the status shows it.
 func (s *Store) Salvaged() (SalvageReport, bool) {
 	var rep SalvageReport
 	found := false
