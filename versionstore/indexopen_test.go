@@ -295,3 +295,22 @@ func TestSalvageReattachesObjectFiles(t *testing.T) {
 		t.Fatalf("the object file of a version was not re-attached: %v", err)
 	}
 }
+
+// An index closed cleanly is trusted without a check; one that was not,
+// or whose mark later commits outlived, is checked.
+func TestCleanMarkNamesItsCommit(t *testing.T) {
+	ts := openTestStore(t)
+	fillIndex(ts, 5)
+	must(t, ts.Close())
+	if clean, err := examineIndex(ts.index); !clean || err != nil {
+		t.Fatalf("a cleanly closed index: clean %v, %v", clean, err)
+	}
+	db, err := bolt.Open(ts.index, 0o600, nil)
+	must(t, err)
+	must(t, db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put([]byte("later"), []byte{1}) }))
+	must(t, db.Close())
+	if clean, err := examineIndex(ts.index); clean || err != nil {
+		t.Fatalf("a mark later commits outlived: clean %v, %v", clean, err)
+	}
+	ts.open()
+}
