@@ -8,6 +8,8 @@ BENCHTIME   ?= 1s
 # make stress's fsx: operations per seed, and how many fresh seeds.
 FSX_OPS     ?= 20000
 FSX_SEEDS   ?= 2
+# make stress's crash images: workloads whose index writes are cut and replayed.
+CRASH_SEEDS ?= 100
 # make install puts dshfs in $(PREFIX)/bin: /usr/local as root, else ~/.local.
 PREFIX      ?= $(if $(filter 0,$(shell id -u)),/usr/local,$(HOME)/.local)
 # What --version prints: the checkout's commit ("+dirty" if changed) and its
@@ -66,11 +68,13 @@ bench:
 
 # 30 s of shell writers and tool actors on one mount, plus the in-process races,
 # plus fsx: FSX_OPS random operations through a mount from each of FSX_SEEDS
-# fresh seeds (logged; DSHFS_FSX_SEED=S replays one, see fusefs/fsx_test.go).
+# fresh seeds (logged; DSHFS_FSX_SEED=S replays one, see fusefs/fsx_test.go),
+# plus CRASH_SEEDS workloads cut at random points (versionstore/crashimage_linux_test.go).
 stress:
 	DSHFS_STRESS=30s $(GO) test -race -count=1 -run 'Concurrent' ./integration
 	DSHFS_STRESS=30s DSHFS_TEST_PASSTHROUGH=off $(GO) test -race -count=1 -run 'Concurrent' ./integration
 	$(GO) test -race -count=20 -run 'Concurrent' ./versionstore ./toolapi
+	DSHFS_CRASH_SEEDS=$(CRASH_SEEDS) $(GO) test -count=1 -run '^TestCrashImages$$' -timeout 60m ./versionstore
 	DSHFS_FSX_OPS=$(FSX_OPS) DSHFS_FSX_SEEDS=$(FSX_SEEDS) $(GO) test -race -count=1 -run '^TestFsx$$' -timeout 60m ./fusefs
 
 # The real Claude Code, Codex and OpenCode (pinned in integration/testdata/harness,

@@ -76,6 +76,9 @@ func (m *mount) status(pol *policy.Policy) func() unixsocket.Status {
 		if s, err := m.store.Stats(); err == nil {
 			st.FilesIndexed, st.DirtyFiles = s.Files, s.Dirty
 		}
+		if rep, ok := m.store.Salvaged(); ok {
+			st.IndexSalvage = &rep
+		}
 		if pol != nil {
 			st.Actors = actorSummary(pol)
 		}

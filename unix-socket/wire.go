@@ -45,6 +45,9 @@ type Status struct {
 	DirtyFiles    int              `json:"dirty_files"`
 	Actors        ActorSummary     `json:"actors"`
 	Ops           map[string]int64 `json:"ops"`
+	// IndexSalvage, if set, says the index was found damaged and what its
+	// salvage copied and lost.
+	IndexSalvage *versionstore.SalvageReport `json:"index_salvage,omitempty"`
 }
 
 // ActorSummary counts the actors holding observations and names the most

@@ -84,7 +84,8 @@ func firstChangesAfter(tx *bolt.Tx, seq uint64) (map[string]JournalEntry, error)
 
 // commit records cs (in order, cs[i] for keys[i]) in one transaction,
 // keeping the bytes each carries: they are compressed first, outside the
-// transaction, and large ones written to their files.
+// transaction, and large ones written to their files. It returns once the
+// transaction is durable; concurrent callers share it (groupcommit.go).
 func (s *Store) commit(keys []string, cs []change) error {
 	var objs []packed
 	now := s.now()
@@ -119,7 +120,7 @@ func (s *Store) commit(keys []string, cs []change) error {
 		objs = append(objs, p)
 	}
 	var added int64
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.commits.update(func(tx *bolt.Tx) error {
 		added = 0
 		for _, p := range objs {
 			n, err := putObject(tx, p)

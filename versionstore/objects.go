@@ -30,8 +30,8 @@ import (
 //	size    8 bytes: the uncompressed size
 //	packed  8 bytes: the compressed size (the bytes it occupies)
 //
-// — followed by the data for format 'z'. Objects are durable on the same
-// terms as the index: with the next sync, within a second.
+// — followed by the data for format 'z'. Objects are durable with the
+// commit that names them (a file's bytes are fsynced before it).
 
 var bucketObjects = []byte("objects")
 

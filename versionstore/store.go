@@ -33,7 +33,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Options tune a Store. The zero value is usable.
@@ -47,11 +46,6 @@ type Options struct {
 	// AliasRoots are other absolute paths that name the workspace root, such
 	// as the mount point: absolute symlinks into them stay inside.
 	AliasRoots []string
-	// SyncInterval is how often index changes are made durable (default 1s).
-	// Commits themselves do not fsync: the index is rebuilt from the files'
-	// bytes, which every publish fsyncs, so a crash loses at most this much
-	// history and attribution, never a version check.
-	SyncInterval time.Duration
 	// DiffBasisMaxBytes bounds the prior text a write returns for its diff
 	// (default DefaultDiffBasisMaxBytes).
 	DiffBasisMaxBytes int
@@ -83,6 +77,7 @@ type Store struct {
 	rootPath string          // real absolute path of the workspace root
 	roots    []string        // every absolute path that names the root
 	db       *bolt.DB
+	commits  *groupCommitter // every store commit goes through it (groupcommit.go)
 	locks    Locks
 	log      *slog.Logger
 	euid     int // who follows symlinks for the tools (protectedSymlink)
@@ -171,11 +166,13 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 	for _, a := range opts.AliasRoots {
 		s.roots = appendRoots(s.roots, a)
 	}
-	if s.db, err = openIndex(absIndex, s.log); err != nil {
+	salvaged := false
+	if s.db, salvaged, err = openIndex(absIndex, s.log); err != nil {
 		root.Close()
 		rootDir.Close()
 		return nil, err
 	}
+	s.commits = newGroupCommitter(s.db)
 	maxKeep := opts.CaptureMaxBytes
 	if maxKeep == 0 {
 		maxKeep = DefaultCaptureMaxBytes
@@ -186,17 +183,16 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		rootDir.Close()
 		return nil, err
 	}
+	if salvaged {
+		s.reattachObjects()
+	}
 	s.retain.init(opts.RetainBytes, opts.RetainAge)
 	s.db.View(func(tx *bolt.Tx) error {
 		s.retain.stored.Store(storedBytes(tx))
 		return nil
 	})
-	interval := opts.SyncInterval
-	if interval <= 0 {
-		interval = time.Second
-	}
 	s.syncDone.Add(1)
-	go s.syncLoop(interval)
+	go s.flushLoop()
 	return s, nil
 }
 
@@ -251,108 +247,9 @@ func inside(dir, p string) bool {
 	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
 
-// openIndex opens the bbolt file. Commits skip fsync (see Options.SyncInterval),
-// so after an unclean shutdown the file is checked, and a damaged one is moved
-// aside: the versions it held are recomputed from the files on first access.
-func openIndex(path string, log *slog.Logger) (*bolt.DB, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("open index: %w", err)
-	}
-	// The freelist is synced (NoFreelistSync off): otherwise bbolt rebuilds
-	// it on open by walking every page in a goroutine of its own, which
-	// panics the process on a damaged page before anything can check it.
-	bopts := &bolt.Options{Timeout: time.Second, NoSync: true, FreelistType: bolt.FreelistMapType}
-	db, err := openBolt(path, bopts)
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("open index %s: another process holds it", path)
-	}
-	if err == nil {
-		if err = prepareIndex(db); err == nil {
-			return db, nil
-		}
-		db.Close()
-	}
-	aside := fmt.Sprintf("%s.damaged-%d", path, time.Now().Unix())
-	log.Warn("index damaged, starting a new one", "path", path, "moved_to", aside, "err", err)
-	if rerr := os.Rename(path, aside); rerr != nil {
-		return nil, fmt.Errorf("open index: %w (and moving it aside: %v)", err, rerr)
-	}
-	db, err = openBolt(path, bopts)
-	if err != nil {
-		return nil, fmt.Errorf("open index: %w", err)
-	}
-	if err := prepareIndex(db); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
-}
-
-// openBolt opens the bbolt file, turning a panic on a damaged file into an
-// error.
-func openBolt(path string, opts *bolt.Options) (db *bolt.DB, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("open index: %v", r)
-		}
-	}()
-	return bolt.Open(path, 0o600, opts)
-}
-
-// prepareIndex checks the file after an unclean shutdown, creates the
-// buckets, and clears the clean-shutdown mark until Close sets it again.
-func prepareIndex(db *bolt.DB) error {
-	clean := false
-	err := db.View(func(tx *bolt.Tx) error {
-		if m := tx.Bucket(bucketMeta); m != nil && m.Get(keyClean) != nil {
-			clean = true
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if !clean {
-		if err := checkIndex(db); err != nil {
-			return err
-		}
-	}
-	return db.Update(func(tx *bolt.Tx) error {
-		if err := initBuckets(tx); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Delete(keyClean)
-	})
-}
-
-// checkIndex runs bbolt's consistency check. It reads every error (the
-// checker blocks until they are all taken) and turns the panics bbolt raises
-// on damaged pages into an error.
-func checkIndex(db *bolt.DB) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("index check: %v", r)
-		}
-	}()
-	return db.View(func(tx *bolt.Tx) error {
-		var errs []error
-		for cerr := range tx.Check() {
-			errs = append(errs, cerr)
-		}
-		if len(errs) > 0 {
-			return fmt.Errorf("index check: %w", errors.Join(errs...))
-		}
-		return nil
-	})
-}
-
-// syncLoop makes index commits durable every interval, and only when
-// something was written since the last sync.
-func (s *Store) syncLoop(interval time.Duration) {
+// flushLoop commits the mount's queued versions every mountFlushInterval.
+func (s *Store) flushLoop() {
 	defer s.syncDone.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	var synced int64
 	flush := time.NewTicker(mountFlushInterval)
 	defer flush.Stop()
 	for {
@@ -361,16 +258,6 @@ func (s *Store) syncLoop(interval time.Duration) {
 			return
 		case <-flush.C:
 			s.flushPending()
-		case <-t.C:
-			s.flushPending()
-			st := s.db.Stats()
-			if w := st.TxStats.GetWrite(); w != synced {
-				if err := s.db.Sync(); err != nil {
-					s.log.Error("sync index", "err", err)
-					continue
-				}
-				synced = w
-			}
 		}
 	}
 }
@@ -392,10 +279,7 @@ func (s *Store) Close() error {
 		s.syncDone.Wait()
 		s.flushPending()
 		s.retain.wait()
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketMeta).Put(keyClean, []byte{1})
-		})
-		err = errors.Join(err, s.db.Sync(), s.db.Close(), s.root.Close(), s.rootDir.Close())
+		err := errors.Join(markClean(s.db), s.db.Close(), s.root.Close(), s.rootDir.Close())
 		if err != nil {
 			s.closeErr = fmt.Errorf("close index: %w", err)
 		}

@@ -104,7 +104,16 @@ func printStatus(entries []statusEntry) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t\n", mnt, backing, e.FilesIndexed, e.DirtyFiles,
 			e.Actors.Count, (time.Duration(e.UptimeSeconds) * time.Second).String(), e.UID, e.Pid)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if r := e.IndexSalvage; r != nil {
+			fmt.Printf("%s: the index was damaged and salvaged at %s (%d pages lost, kept in %s); history may miss changes after %s\n",
+				e.MountPoint, r.At.Local().Format(time.DateTime), r.Lost, r.From, r.CompleteUntil.Local().Format(time.DateTime))
+		}
+	}
+	return nil
 }
 
 func pidText(pid int) string {

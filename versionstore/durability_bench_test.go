@@ -1,0 +1,148 @@
+package versionstore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkEditDurability interleaves, round by round on the same
+// filesystem, a 4 KiB guarded edit on three stores: "nosync", the index as
+// it was before commits were durable (NoSync, synced once a second);
+// "durable", every commit fsynced before the edit returns; and "journal",
+// the nosync edit followed by a 128-byte append to a file and its
+// fdatasync — what a checksummed append-only journal in front of an
+// unsynced index would cost. It reports each one's median and the ratios of
+// the medians, per round and overall: the goal is durable ≤ 1.3× nosync.
+// The machine is shared, so the spread of the per-round ratios is the noise.
+func BenchmarkEditDurability(b *testing.B) {
+	const perRound = 50
+	kinds := []string{"nosync", "durable", "journal"}
+	edit := map[string]func() time.Duration{}
+	for _, k := range kinds {
+		edit[k] = durabilityEditor(b, k)
+	}
+	all := map[string][]time.Duration{}
+	var ratios, jratios []float64
+	for b.Loop() {
+		round := map[string][]time.Duration{}
+		for range perRound {
+			for _, k := range kinds {
+				round[k] = append(round[k], edit[k]())
+			}
+		}
+		for _, k := range kinds {
+			all[k] = append(all[k], round[k]...)
+		}
+		ratios = append(ratios, float64(median(round["durable"]))/float64(median(round["nosync"])))
+		jratios = append(jratios, float64(median(round["journal"]))/float64(median(round["nosync"])))
+	}
+	for _, k := range kinds {
+		b.ReportMetric(float64(median(all[k]).Microseconds()), k+"-p50-µs")
+	}
+	b.ReportMetric(float64(median(all["durable"]))/float64(median(all["nosync"])), "durable/nosync")
+	b.ReportMetric(float64(median(all["journal"]))/float64(median(all["nosync"])), "journal/nosync")
+	slices.Sort(ratios)
+	slices.Sort(jratios)
+	b.ReportMetric(ratios[0], "durable/nosync-min-round")
+	b.ReportMetric(ratios[len(ratios)-1], "durable/nosync-max-round")
+	b.ReportMetric(jratios[0], "journal/nosync-min-round")
+	b.ReportMetric(jratios[len(jratios)-1], "journal/nosync-max-round")
+}
+
+// durabilityEditor returns a function doing one timed 4 KiB edit on a store
+// of the given kind (see BenchmarkEditDurability).
+func durabilityEditor(b *testing.B, kind string) func() time.Duration {
+	text := benchText(4 << 10)
+	s, tg := benchStore(b, text)
+	if kind != "durable" {
+		s.db.NoSync = true
+	}
+	var jf *os.File
+	if kind == "journal" {
+		var err error
+		if jf, err = os.OpenFile(filepath.Join(b.TempDir(), "journal"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { jf.Close() })
+	}
+	rec := make([]byte, 128)
+	v := SumString(text)
+	edits := [2]Edit{{Old: "MARK-A", New: "MARK-B"}, {Old: "MARK-B", New: "MARK-A"}}
+	i := 0
+	return func() time.Duration {
+		t0 := time.Now()
+		res, err := editText(context.Background(), s, tg, edits[i%2], &v, ToolWriter("bench"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if jf != nil {
+			if _, err := jf.Write(rec); err != nil {
+				b.Fatal(err)
+			}
+			if err := datasync(jf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		v = res.Version
+		i++
+		return time.Since(t0)
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkConcurrentEdits runs n tool edits at once, each on a file of its
+// own, on a durable store: the group committer lets them share their index
+// syncs, so the time per edit falls as n grows.
+func BenchmarkConcurrentEdits(b *testing.B) {
+	for _, n := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("writers=%d", n), func(b *testing.B) {
+			text := benchText(4 << 10)
+			dir := b.TempDir()
+			for w := range n {
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", w)), []byte(text), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+			s, err := Open(dir, filepath.Join(b.TempDir(), "index.db"), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			vs := make([]Version, n)
+			for w := range vs {
+				vs[w] = SumString(text)
+			}
+			edits := [2]Edit{{Old: "MARK-A", New: "MARK-B"}, {Old: "MARK-B", New: "MARK-A"}}
+			i := 0
+			for b.Loop() {
+				var wg sync.WaitGroup
+				for w := range n {
+					wg.Go(func() {
+						key := fmt.Sprintf("f%d", w)
+						tg := Target{Key: key, Display: "/ws/" + key}
+						res, err := editText(context.Background(), s, tg, edits[i%2], &vs[w], ToolWriter("bench"))
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						vs[w] = res.Version
+					})
+				}
+				wg.Wait()
+				i++
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/edit")
+		})
+	}
+}

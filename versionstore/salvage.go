@@ -1,0 +1,257 @@
+package versionstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Salvage: a damaged index is not discarded. Its pages are read with the
+// same plain reads that check it (indexcheck.go), never through bbolt, and
+// every entry of every bucket on a page that reads soundly is copied into
+// the new index; a page that does not is skipped with what hangs below it
+// and counted as lost. The damaged file stays beside the new one for
+// inspection. Versions of files whose entries were lost are recomputed from
+// the files on first access, as for any file the index does not know.
+
+// SalvageReport says what a salvage copied and lost.
+type SalvageReport struct {
+	At     time.Time      `json:"at"`         // when the index was salvaged
+	From   string         `json:"from"`       // the damaged file, kept
+	Copied map[string]int `json:"copied"`     // entries per top-level bucket
+	Lost   int            `json:"pages_lost"` // pages that could not be read
+	// CompleteUntil is the time of the latest journal entry copied, and
+	// JournalSeq its number: changes after it may be missing from history
+	// (zero: no journal entry could be read).
+	CompleteUntil time.Time `json:"history_complete_until"`
+	JournalSeq    uint64    `json:"journal_seq"`
+}
+
+// keySalvage, in the meta bucket, holds the last salvage's report.
+var keySalvage = []byte("salvage")
+
+// jsonBuckets are the store's buckets whose values are JSON: a value from
+// a damaged page that does not parse is not copied.
+var jsonBuckets = map[string]bool{string(bucketFiles): true, string(bucketHistory): true, string(bucketJournal): true, string(bucketCheckpoints): true}
+
+// salvage copies what can be read of the damaged index at path into db, and
+// records and logs what it copied and lost.
+func salvage(path string, db *bolt.DB, log *slog.Logger) (rep SalvageReport, err error) {
+	rep = SalvageReport{At: time.Now().UTC(), From: path, Copied: map[string]int{}}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("salvage index: %v", r)
+		}
+	}()
+	f, err := os.Open(path)
+	if err != nil {
+		return rep, fmt.Errorf("salvage index: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return rep, fmt.Errorf("salvage index: %w", err)
+	}
+	r, err := openRawIndex(f, fi.Size())
+	if err != nil {
+		return rep, fmt.Errorf("salvage index: %w", err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		c := &salvager{r: r, rep: &rep}
+		c.entries(r.meta.root, nil, 0, func(k, v []byte, isBucket bool) {
+			if !isBucket || len(k) == 0 {
+				return
+			}
+			b, err := tx.CreateBucketIfNotExists(k)
+			if err != nil {
+				return
+			}
+			c.copyBucket(b, string(k), v, 1)
+		})
+		if err := tx.Bucket(bucketMeta).Delete(keyClean); err != nil {
+			return err
+		}
+		newest := newestJournalEntry(tx)
+		rep.CompleteUntil, rep.JournalSeq = newest.Time, newest.Seq
+		v, err := json.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySalvage, v)
+	})
+	if err != nil {
+		return rep, fmt.Errorf("salvage index: %w", err)
+	}
+	log.Warn("index salvaged", "from", path, "copied", rep.Copied, "pages_lost", rep.Lost,
+		"history_complete_until", rep.CompleteUntil, "journal_seq", rep.JournalSeq)
+	return rep, nil
+}
+
+// salvager copies entries from the raw index, counting what it loses.
+type salvager struct {
+	r   *rawIndex
+	rep *SalvageReport
+}
+
+// copyBucket copies the bucket whose header is hdr into b.
+func (c *salvager) copyBucket(b *bolt.Bucket, top string, hdr []byte, depth int) {
+	if len(hdr) < bucketHeaderLen {
+		c.rep.Lost++
+		return
+	}
+	if seq := binary.LittleEndian.Uint64(hdr[8:]); seq > b.Sequence() {
+		b.SetSequence(seq)
+	}
+	root, inline := binary.LittleEndian.Uint64(hdr), []byte(nil)
+	if root == 0 {
+		inline = hdr[bucketHeaderLen:]
+	}
+	c.entries(root, inline, depth, func(k, v []byte, isBucket bool) {
+		switch {
+		case len(k) == 0 || len(k) > bolt.MaxKeySize:
+			c.rep.Lost++
+		case isBucket:
+			if sub, err := b.CreateBucketIfNotExists(k); err == nil {
+				c.copyBucket(sub, top, v, depth+1)
+			}
+		case top == string(bucketMeta) && bytes.Equal(k, keyClean):
+		case jsonBuckets[top] && !json.Valid(v):
+			c.rep.Lost++
+		default:
+			if b.Put(bytes.Clone(k), bytes.Clone(v)) == nil {
+				c.rep.Copied[top]++
+			}
+		}
+	})
+}
+
+// entries calls fn for every entry below page root (or of the inline page),
+// skipping pages that do not read soundly or were reached before.
+func (c *salvager) entries(root uint64, inline []byte, depth int, fn func(k, v []byte, isBucket bool)) {
+	if depth > maxIndexDepth {
+		c.rep.Lost++
+		return
+	}
+	buf := inline
+	if buf == nil {
+		var err error
+		if buf, err = c.r.page(root); err != nil {
+			c.rep.Lost++
+			return
+		}
+		if c.r.reach(root, uint64(len(buf))/uint64(c.r.meta.pageSize)) != nil {
+			c.rep.Lost++
+			return
+		}
+	}
+	flags, elems, err := elements(buf)
+	if err != nil {
+		c.rep.Lost++
+		return
+	}
+	for _, e := range elems {
+		if flags == branchPageFlag {
+			c.entries(e.child, nil, depth+1, fn)
+		} else {
+			fn(e.key, e.value, e.bucket)
+		}
+	}
+}
+
+// newestJournalEntry is the journal's last entry (zero if none).
+func newestJournalEntry(tx *bolt.Tx) JournalEntry {
+	var e JournalEntry
+	if b := tx.Bucket(bucketJournal); b != nil {
+		if _, v := b.Cursor().Last(); v != nil {
+			json.Unmarshal(v, &e)
+		}
+	}
+	return e
+}
+
+// Salvaged returns the report of the last salvage of this index, if it was
+// ever salvaged: the status shows it.
+func (s *Store) Salvaged() (SalvageReport, bool) {
+	var rep SalvageReport
+	found := false
+	s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keySalvage); v != nil {
+			found = json.Unmarshal(v, &rep) == nil
+		}
+		return nil
+	})
+	return rep, found
+}
+
+// reattachObjects gives the object files under objects/ that the salvaged
+// index no longer names their entries back: each is decoded and verified
+// against its name first.
+func (s *Store) reattachObjects() {
+	var found []packed
+	filepath.WalkDir(s.objects.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		v, err := ParseVersion(versionPrefix + filepath.Base(filepath.Dir(p)) + d.Name())
+		if err != nil || s.HasObject(v) {
+			return nil
+		}
+		if p, ok := s.objects.reattach(v, p); ok {
+			found = append(found, p)
+		}
+		return nil
+	})
+	if len(found) == 0 {
+		return
+	}
+	err := s.commits.update(func(tx *bolt.Tx) error {
+		for _, p := range found {
+			if _, err := putObject(tx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Error("re-attach kept objects after a salvage", "err", err)
+		return
+	}
+	s.log.Warn("kept objects re-attached after a salvage", "objects", len(found))
+}
+
+// reattach reads the object file at path and returns its entry, if it
+// holds the bytes of v.
+func (o *objectStore) reattach(v Version, path string) (packed, bool) {
+	z, err := os.ReadFile(path)
+	if err != nil {
+		return packed{}, false
+	}
+	var h zstd.Header
+	if h.Decode(z) != nil || !h.HasFCS || h.FrameContentSize > uint64(max(o.maxKeep, DefaultCaptureMaxBytes)) {
+		return packed{}, false
+	}
+	data, err := o.dec.DecodeAll(z, make([]byte, 0, h.FrameContentSize))
+	if err != nil || Sum(data) != v {
+		return packed{}, false
+	}
+	value := make([]byte, objHeader)
+	value[0] = objFile
+	stored := time.Now()
+	if fi, err := os.Stat(path); err == nil {
+		stored = fi.ModTime()
+	}
+	binary.BigEndian.PutUint64(value[1:], uint64(stored.Unix()))
+	binary.BigEndian.PutUint64(value[9:], uint64(len(data)))
+	binary.BigEndian.PutUint64(value[17:], uint64(len(z)))
+	return packed{version: v, value: value}, true
+}
