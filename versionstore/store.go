@@ -174,9 +174,10 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 	}
 	s.retain.init(opts.RetainBytes, opts.RetainAge)
 	s.db.View(func(tx *bolt.Tx) error {
-		s.retain.stored.Store(storedBytes(tx))
+		s.retain.files.Store(fileBytes(tx))
 		return nil
 	})
+	s.retain.index.Store(s.indexBytes())
 	interval := opts.SyncInterval
 	if interval <= 0 {
 		interval = time.Second
