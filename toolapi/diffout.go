@@ -62,8 +62,9 @@ func writeUnified(w io.Writer, aName, bName string, a, b []byte) error {
 }
 
 // endCut ends a diff written through c: its last line, and, if c cut it,
-// a line saying so, with the number of files left undiffed (more > 0).
-func endCut(w io.Writer, c *cutWriter, err error, more int) error {
+// a line saying so, with how many of a session's files (files > 0) are not
+// shown in full.
+func endCut(w io.Writer, c *cutWriter, err error, left, files int) error {
 	if err == nil {
 		err = c.flush()
 	}
@@ -71,8 +72,8 @@ func endCut(w io.Writer, c *cutWriter, err error, more int) error {
 		return err
 	}
 	note := fmt.Sprintf("... rest of the diff not shown (max_bytes %d)\n", c.max)
-	if more > 0 {
-		note = fmt.Sprintf("... rest of the diff not shown (max_bytes %d; %d more changed files)\n", c.max, more)
+	if files > 0 {
+		note = fmt.Sprintf("... rest of the diff not shown (max_bytes %d; %d of %d changed files not shown in full)\n", c.max, left, files)
 	}
 	_, err = io.WriteString(w, note)
 	return err

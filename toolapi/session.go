@@ -105,10 +105,10 @@ func (s *Service) SessionDiff(ctx context.Context, w io.Writer, q SessionQuery, 
 	cw := newCutWriter(w, maxBytes)
 	for i, fc := range changes {
 		if err := s.fileDiff(ctx, cw, fc); err != nil {
-			return endCut(w, cw, err, len(changes)-i-1)
+			return endCut(w, cw, err, len(changes)-i, len(changes))
 		}
 	}
-	return endCut(w, cw, nil, 0)
+	return endCut(w, cw, nil, 0, len(changes))
 }
 
 // pairRenames folds a file renamed away and the file it became into one

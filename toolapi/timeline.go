@@ -80,7 +80,7 @@ func (s *Service) Diff(ctx context.Context, w io.Writer, cwd, path, from, to str
 		}
 		return writeUnified(cw, na, nb, da, db)
 	})
-	return endCut(w, cw, err, 0)
+	return endCut(w, cw, err, 0, 0)
 }
 
 // diffVersions picks the versions Diff compares.

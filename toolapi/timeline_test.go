@@ -101,7 +101,7 @@ func TestCutWriter(t *testing.T) {
 			for p := d; p != "" && err == nil; p = p[min(chunk, len(p)):] {
 				_, err = c.Write([]byte(p[:min(chunk, len(p))]))
 			}
-			if err := endCut(&sb, c, err, 0); err != nil || sb.String() != tc.want {
+			if err := endCut(&sb, c, err, 0, 0); err != nil || sb.String() != tc.want {
 				t.Errorf("max %d, writes of %d: %q, %v; want %q", tc.max, chunk, sb.String(), err, tc.want)
 			}
 		}
