@@ -28,6 +28,9 @@ type retention struct {
 	files   atomic.Int64 // bytes of the objects kept in files of their own
 	index   atomic.Int64 // bytes of the index's pages, the objects in it included
 	trigger atomic.Int64 // a background collection starts above this
+	// pageSize is the index's page size, read once: bbolt's Info races
+	// with a write that grows the file.
+	pageSize int64
 
 	mu      sync.Mutex // one collection at a time
 	running atomic.Bool
@@ -55,15 +58,22 @@ func (r *retention) wait() { r.bg.Wait() }
 // objects, a 260 MB index).
 func (r *retention) kept() int64 { return r.files.Load() + r.index.Load() }
 
-// indexBytes is the space the index's pages take: its size less its free
-// pages, which a collection makes and later commits reuse.
+// indexBytes is the space the index's pages take.
 func (s *Store) indexBytes() int64 {
-	var size int64
+	var n int64
 	s.db.View(func(tx *bolt.Tx) error {
-		size = tx.Size()
+		n = s.pagesInUse(tx)
 		return nil
 	})
-	return size - int64(s.db.Stats().FreeAlloc)
+	return n
+}
+
+// pagesInUse is the index's size as tx sees it less its free pages, which a
+// collection makes and later commits reuse. (The free pages are counted
+// from the freelist, as bbolt's FreeAlloc is only set by a write.)
+func (s *Store) pagesInUse(tx *bolt.Tx) int64 {
+	st := s.db.Stats()
+	return tx.Size() - int64(st.FreePageN+st.PendingPageN)*s.retain.pageSize
 }
 
 // objectsAdded counts a commit's new objects kept in files and the index's
@@ -121,7 +131,7 @@ func (s *Store) GC(progress func(done, total int)) (GCResult, error) {
 			inFile bool
 		}
 		var cands []candidate
-		total := tx.Size() - int64(s.db.Stats().FreeAlloc)
+		total := s.pagesInUse(tx)
 		objs := tx.Bucket(bucketObjects)
 		n := objs.Stats().KeyN
 		i := 0

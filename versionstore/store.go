@@ -177,6 +177,7 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		s.retain.files.Store(fileBytes(tx))
 		return nil
 	})
+	s.retain.pageSize = int64(s.db.Info().PageSize)
 	s.retain.index.Store(s.indexBytes())
 	interval := opts.SyncInterval
 	if interval <= 0 {

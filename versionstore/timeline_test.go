@@ -486,7 +486,6 @@ func TestRetentionCountsTheIndex(t *testing.T) {
 			ts.mountWrite(fmt.Sprintf("f%d.txt", f), fmt.Sprintf("v%d\n", v))
 		}
 	}
-	ts.retain.wait()
 	res, err := ts.GC(nil)
 	if err != nil {
 		t.Fatal(err)
