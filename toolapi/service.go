@@ -95,6 +95,9 @@ type Service struct {
 	mount  string
 	cfg    Config
 	defs   []ToolDef
+
+	diffSlots diffSlots
+	diffing   func() // tests: called as each diff starts, holding its slot
 }
 
 // New returns the tools over store, guarded by pol (nil for the bare mode).
@@ -135,7 +138,8 @@ func New(store *versionstore.Store, pol *policy.Policy, cfg Config) (*Service, e
 	if !filepath.IsAbs(mount) {
 		return nil, fmt.Errorf("toolapi: mount point %q must be absolute", mount)
 	}
-	return &Service{store: store, policy: pol, mount: filepath.Clean(mount), cfg: cfg, defs: toolDefs(cfg.ReadLimit)}, nil
+	return &Service{store: store, policy: pol, mount: filepath.Clean(mount), cfg: cfg, defs: toolDefs(cfg.ReadLimit),
+		diffSlots: make(diffSlots, MaxConcurrentDiffs)}, nil
 }
 
 // Tools lists the model-facing tool definitions.

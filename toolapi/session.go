@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	cquote "github.com/dshfs/dshfs/internal/quote" // toolapi has its own quote, the reference's
-	"github.com/dshfs/dshfs/udiff"
 	"github.com/dshfs/dshfs/versionstore"
 )
 
@@ -83,27 +83,33 @@ func (s *Service) syncIfIndexed(ctx context.Context) error {
 	return describe("sync", err)
 }
 
-// SessionDiff is one unified diff of every file changed over the stretch q
-// selects, in path order, with paths relative to the workspace (a/ before,
-// b/ after): edits, creations, deletions and renames. Binary files and
-// files whose bytes are not kept are named, not shown.
-func (s *Service) SessionDiff(ctx context.Context, q SessionQuery) (string, error) {
+// SessionDiff writes to w one unified diff of every file changed over the
+// stretch q selects, in path order, with paths relative to the workspace
+// (a/ before, b/ after): edits, creations, deletions and renames. Binary
+// files and files whose bytes are not kept are named, not shown. Nothing
+// is written when q is bad. It is written file by file, each file's diff
+// in a diff slot (MaxConcurrentDiffs), and it stops being computed at
+// maxBytes (0: no bound).
+func (s *Service) SessionDiff(ctx context.Context, w io.Writer, q SessionQuery, maxBytes int) error {
 	cq, err := s.query(q)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := s.syncIfIndexed(ctx); err != nil {
-		return "", err
+		return err
 	}
 	changed, err := s.store.Changed(cq)
 	if err != nil {
-		return "", err
+		return err
 	}
-	var out strings.Builder
-	for _, fc := range pairRenames(changed) {
-		out.WriteString(s.fileDiff(fc))
+	changes := pairRenames(changed)
+	cw := newCutWriter(w, maxBytes)
+	for i, fc := range changes {
+		if err := s.fileDiff(ctx, cw, fc); err != nil {
+			return endCut(w, cw, err, len(changes)-i, len(changes))
+		}
 	}
-	return out.String(), nil
+	return endCut(w, cw, nil, 0, len(changes))
 }
 
 // pairRenames folds a file renamed away and the file it became into one
@@ -133,10 +139,10 @@ func pairRenames(changed []versionstore.FileChange) []versionstore.FileChange {
 	return kept
 }
 
-// fileDiff renders one file's change. Its headers quote a path as git does
+// fileDiff writes one file's change. Its headers quote a path as git does
 // (cquote.Name): the agent names the files, and a newline in a name would
 // forge a header.
-func (s *Service) fileDiff(fc versionstore.FileChange) string {
+func (s *Service) fileDiff(ctx context.Context, w io.Writer, fc versionstore.FileChange) error {
 	oldPath := fc.Path
 	if fc.From != "" {
 		oldPath = fc.From
@@ -152,17 +158,25 @@ func (s *Service) fileDiff(fc versionstore.FileChange) string {
 		head.WriteString("deleted file\n")
 	}
 	if fc.BeforeUnknown {
-		return head.String() + "its bytes before are unknown: it changed before dshfs had seen it\n"
+		_, err := io.WriteString(w, head.String()+"its bytes before are unknown: it changed before dshfs had seen it\n")
+		return err
 	}
-	a, aName, err := s.side(fc.Before, "a/"+oldPath)
-	if err != nil {
-		return head.String() + err.Error() + "\n"
-	}
-	b, bName, err := s.side(fc.After, "b/"+fc.Path)
-	if err != nil {
-		return head.String() + err.Error() + "\n"
-	}
-	return head.String() + udiff.Unified(aName, bName, a, b, 3)
+	return s.inDiffSlot(ctx, func() error {
+		a, aName, err := s.side(fc.Before, "a/"+oldPath)
+		if err != nil {
+			_, err = io.WriteString(w, head.String()+err.Error()+"\n")
+			return err
+		}
+		b, bName, err := s.side(fc.After, "b/"+fc.Path)
+		if err != nil {
+			_, err = io.WriteString(w, head.String()+err.Error()+"\n")
+			return err
+		}
+		if _, err := io.WriteString(w, head.String()); err != nil {
+			return err
+		}
+		return writeUnified(w, aName, bName, a, b)
+	})
 }
 
 // side is one side of a diff: the bytes of v under name (quoted), /dev/null

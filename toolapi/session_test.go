@@ -80,13 +80,13 @@ func TestSessionDiff(t *testing.T) {
 	h.put("created.txt", "new\n")
 	h.put("pic.bin", "\x00\x02binary")
 
-	d, err := h.svc.SessionDiff(ctx, SessionQuery{Since: "start"})
+	d, err := sessionDiff(ctx, h, SessionQuery{Since: "start"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "session.diff", d)
 
-	only, err := h.svc.SessionDiff(ctx, SessionQuery{Since: "start", Paths: []string{"edited.txt"}})
+	only, err := sessionDiff(ctx, h, SessionQuery{Since: "start", Paths: []string{"edited.txt"}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestSessionDiffQuotesNames(t *testing.T) {
 	h.mountRename("tab\tname", "esc\x1b[2K")
 	h.put("bin\x1b[2K", "\x00new")
 
-	d, err := h.svc.SessionDiff(ctx, SessionQuery{Since: "start"})
+	d, err := sessionDiff(ctx, h, SessionQuery{Since: "start"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

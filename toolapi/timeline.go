@@ -5,10 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	cquote "github.com/dshfs/dshfs/internal/quote" // toolapi has its own quote, the reference's
-	"github.com/dshfs/dshfs/udiff"
 	"github.com/dshfs/dshfs/versionstore"
 )
 
@@ -51,39 +51,16 @@ func (s *Service) Show(cwd, path, version string) ([]byte, FileVersion, error) {
 	return data, FileVersion{t.Display, v}, err
 }
 
-// Diff returns the unified diff of path between two versions: from and to
-// as Show takes them; with to empty, from against the newest version; with
-// both empty, the two newest. A deletion diffs as an empty file.
-func (s *Service) Diff(cwd, path, from, to string) (string, error) {
-	t, err := s.Resolve(cwd, path)
+// Diff writes to w the unified diff of path between two versions, cut at
+// maxBytes (0: all of it): from and to as Show takes them; with to empty,
+// from against the newest version; with both empty, the two newest. A
+// deletion diffs as an empty file. Nothing is written when the versions
+// cannot be found; the diff waits for a free slot (MaxConcurrentDiffs)
+// for as long as ctx lasts.
+func (s *Service) Diff(ctx context.Context, w io.Writer, cwd, path, from, to string, maxBytes int) error {
+	t, a, b, err := s.diffVersions(cwd, path, from, to)
 	if err != nil {
-		return "", err
-	}
-	h, err := s.store.History(t.Key)
-	if err != nil {
-		return "", err
-	}
-	var a, b versionstore.Version
-	switch {
-	case from == "" && to != "":
-		return "", fmt.Errorf("diff: a second version needs a first")
-	case from == "":
-		var ok bool
-		if a, b, ok = latestChange(h); !ok {
-			return "", fmt.Errorf("%s has %d version(s): %w", t.Display, len(h), ErrTooFewVersions)
-		}
-	default:
-		if a, err = pickVersion(t, h, from); err != nil {
-			return "", err
-		}
-		if to == "" {
-			if len(h) == 0 {
-				return "", fmt.Errorf("%s has no versions: %w", t.Display, ErrTooFewVersions)
-			}
-			b = h[0].Version
-		} else if b, err = pickVersion(t, h, to); err != nil {
-			return "", err
-		}
+		return err
 	}
 	side := func(v versionstore.Version) ([]byte, string, error) {
 		if v.IsZero() {
@@ -92,15 +69,52 @@ func (s *Service) Diff(cwd, path, from, to string) (string, error) {
 		data, err := s.store.Object(v)
 		return data, cquote.Name(t.Display + "@" + v.Short()), err
 	}
-	da, na, err := side(a)
-	if err != nil {
-		return "", err
+	cw := newCutWriter(w, maxBytes)
+	err = s.inDiffSlot(ctx, func() error {
+		da, na, err := side(a)
+		if err != nil {
+			return err
+		}
+		db, nb, err := side(b)
+		if err != nil {
+			return err
+		}
+		return writeUnified(cw, na, nb, da, db)
+	})
+	return endCut(w, cw, err, 0, 0)
+}
+
+// diffVersions picks the versions Diff compares.
+func (s *Service) diffVersions(cwd, path, from, to string) (t versionstore.Target, a, b versionstore.Version, err error) {
+	if t, err = s.Resolve(cwd, path); err != nil {
+		return t, a, b, err
 	}
-	db, nb, err := side(b)
+	h, err := s.store.History(t.Key)
 	if err != nil {
-		return "", err
+		return t, a, b, err
 	}
-	return udiff.Unified(na, nb, da, db, 3), nil
+	switch {
+	case from == "" && to != "":
+		return t, a, b, fmt.Errorf("diff: a second version needs a first")
+	case from == "":
+		var ok bool
+		if a, b, ok = latestChange(h); !ok {
+			return t, a, b, fmt.Errorf("%s has %d version(s): %w", t.Display, len(h), ErrTooFewVersions)
+		}
+		return t, a, b, nil
+	}
+	if a, err = pickVersion(t, h, from); err != nil {
+		return t, a, b, err
+	}
+	switch {
+	case to != "":
+		b, err = pickVersion(t, h, to)
+	case len(h) == 0:
+		err = fmt.Errorf("%s has no versions: %w", t.Display, ErrTooFewVersions)
+	default:
+		b = h[0].Version
+	}
+	return t, a, b, err
 }
 
 // Restore makes version the content of path again, as a guarded write
@@ -115,17 +129,6 @@ func (s *Service) Restore(ctx context.Context, cwd, path, version, actor string)
 	}
 	res, err := s.store.Restore(ctx, t, v, versionstore.Writer{Kind: versionstore.WriterRestore, Actor: actor})
 	return res, FileVersion{t.Display, v}, describe("restore", err)
-}
-
-// CutDiff bounds a diff at max bytes (0: no bound), cutting at a line's end
-// and saying how much was left out, for a caller that wants a look at a
-// change rather than all of it.
-func CutDiff(d string, max int) string {
-	if max <= 0 || len(d) <= max {
-		return d
-	}
-	cut := strings.LastIndexByte(d[:max], '\n') + 1
-	return d[:cut] + fmt.Sprintf("... %d more bytes of diff not shown (max_bytes %d)\n", len(d)-cut, max)
 }
 
 // latestChange picks the versions a plain `dshfs diff PATH` compares: the

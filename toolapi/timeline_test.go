@@ -50,7 +50,7 @@ func TestDiffOfARenameOverSaveIsAContentDiff(t *testing.T) {
 	mustFail(t, h.read(agent, "f.txt"), versionstore.CodeNotFound, `cannot read "`+h.disp("f.txt")+`": not found`)
 	h.put("f.txt", "one\nTWO\n")
 	mustOK(t, h.read(agent, "f.txt"))
-	d, err := h.svc.Diff("", "f.txt", "", "")
+	d, err := diffString(t.Context(), h, "f.txt", "", "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,9 @@ func TestReadKeepsTheBytesItRead(t *testing.T) {
 	}
 }
 
-func TestCutDiff(t *testing.T) {
+// A diff cut at max bytes keeps the whole lines that fit, however the
+// writes fall, and says it was cut.
+func TestCutWriter(t *testing.T) {
 	d := "--- a\n+++ b\n@@ -1 +1 @@\n-one\n+two\n"
 	for _, tc := range []struct {
 		max  int
@@ -88,10 +90,20 @@ func TestCutDiff(t *testing.T) {
 	}{
 		{0, d},
 		{len(d), d},
-		{15, "--- a\n+++ b\n... 22 more bytes of diff not shown (max_bytes 15)\n"},
+		{len(d) - 1, "--- a\n+++ b\n@@ -1 +1 @@\n-one\n... rest of the diff not shown (max_bytes 33)\n"},
+		{15, "--- a\n+++ b\n... rest of the diff not shown (max_bytes 15)\n"},
+		{3, "... rest of the diff not shown (max_bytes 3)\n"},
 	} {
-		if got := CutDiff(d, tc.max); got != tc.want {
-			t.Errorf("CutDiff(%d) = %q, want %q", tc.max, got, tc.want)
+		for _, chunk := range []int{1, 4, 7, len(d)} {
+			var sb strings.Builder
+			c := newCutWriter(&sb, tc.max)
+			var err error
+			for p := d; p != "" && err == nil; p = p[min(chunk, len(p)):] {
+				_, err = c.Write([]byte(p[:min(chunk, len(p))]))
+			}
+			if err := endCut(&sb, c, err, 0, 0); err != nil || sb.String() != tc.want {
+				t.Errorf("max %d, writes of %d: %q, %v; want %q", tc.max, chunk, sb.String(), err, tc.want)
+			}
 		}
 	}
 }

@@ -3,13 +3,19 @@
 //
 // The package owns only the diff computation (Myers' O(ND) algorithm with
 // a bounded fallback) and its textual rendering. It never touches files:
-// callers supply both contents and the names printed in the header.
+// callers supply both contents and the names printed in the header. It
+// never words anything for people beyond the diff format itself: inputs
+// too long to diff are an error (*TooLongError) the caller words.
 package udiff
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 const (
@@ -25,8 +31,41 @@ const (
 	maxEditDistance = 4096
 )
 
+// Limits bound the work of one diff, so that no pair of inputs makes a
+// diff take time or memory out of proportion to what a person can read.
+// A zero field is no bound.
+type Limits struct {
+	// MaxLines: when either input has more lines, nothing is diffed and
+	// Write returns a *TooLongError. Below it, a diff holds a few words
+	// per line (the lines' bounds, their interned numbers).
+	MaxLines int
+	// MaxCost bounds Myers' search, counted in diagonals visited plus
+	// lines compared: beyond it, as beyond an edit distance of 4096, the
+	// differing middle is replaced wholesale.
+	MaxCost int
+}
+
+// DefaultLimits are far above any source file (the largest single C files
+// in common use, SQLite's amalgamation, have about 260,000 lines; a Myers
+// search over two such files costs a few million), and keep a diff under
+// a second and about 100 MiB besides its inputs.
+var DefaultLimits = Limits{MaxLines: 500_000, MaxCost: 1 << 27}
+
+// TooLongError is returned by Write for inputs over Limits.MaxLines lines:
+// they differ, and nothing was written.
+type TooLongError struct {
+	OldLines, NewLines int
+	MaxLines           int
+}
+
+func (e *TooLongError) Error() string {
+	return fmt.Sprintf("diff of %d and %d lines: over %d lines", e.OldLines, e.NewLines, e.MaxLines)
+}
+
 // Unified returns the unified diff of a and b with context lines of context,
-// headed "--- oldName\n+++ newName\n", or "" when a and b are equal.
+// headed "--- oldName\n+++ newName\n", or "" when a and b are equal. It
+// bounds nothing but the edit distance: Write with DefaultLimits is for
+// inputs of any size.
 //
 // Lines are split on "\n". A final line without a trailing newline is
 // followed by "\\ No newline at end of file", as GNU diff does. If either
@@ -34,18 +73,70 @@ const (
 // as binary and the result is "Binary files oldName and newName differ\n".
 // A negative context is treated as zero.
 func Unified(oldName, newName string, a, b []byte, context int) string {
+	var sb strings.Builder
+	Write(&sb, oldName, newName, a, b, context, Limits{})
+	return sb.String()
+}
+
+// Write writes the unified diff of a and b to w, as Unified returns it,
+// within lim. It returns a *TooLongError, before writing anything, for
+// inputs over lim.MaxLines lines, and stops at the first error of w.
+func Write(w io.Writer, oldName, newName string, a, b []byte, context int, lim Limits) error {
 	if bytes.Equal(a, b) {
-		return ""
+		return nil
 	}
 	if isBinary(a) || isBinary(b) {
-		return "Binary files " + oldName + " and " + newName + " differ\n"
+		_, err := io.WriteString(w, "Binary files "+oldName+" and "+newName+" differ\n")
+		return err
+	}
+	if na, nb := countLines(a), countLines(b); lim.MaxLines > 0 && max(na, nb) > lim.MaxLines {
+		return &TooLongError{OldLines: na, NewLines: nb, MaxLines: lim.MaxLines}
 	}
 	if context < 0 {
 		context = 0
 	}
 	x, y := splitLines(a), splitLines(b)
-	edits := diffLines(x, y, maxEditDistance)
-	return render(oldName, newName, x, y, edits, context)
+	edits := diffLines(x, y, maxEditDistance, lim.MaxCost)
+	out := &output{w: bufio.NewWriterSize(w, 64<<10)}
+	render(out, oldName, newName, x, y, edits, context)
+	return out.flush()
+}
+
+// output is where render writes: the first error of the writer below
+// sticks, and render stops at it (a reader that wants no more, or a client
+// that went away, ends the rendering of a long diff).
+type output struct {
+	w   *bufio.Writer
+	err error
+}
+
+func (o *output) WriteString(s string) {
+	if o.err == nil {
+		_, o.err = o.w.WriteString(s)
+	}
+}
+
+func (o *output) WriteByte(c byte) error {
+	if o.err == nil {
+		o.err = o.w.WriteByte(c)
+	}
+	return o.err
+}
+
+func (o *output) flush() error {
+	if o.err == nil {
+		o.err = o.w.Flush()
+	}
+	return o.err
+}
+
+// countLines is how many lines splitLines makes of p, without making them.
+func countLines(p []byte) int {
+	n := bytes.Count(p, []byte{'\n'})
+	if len(p) > 0 && p[len(p)-1] != '\n' {
+		n++
+	}
+	return n
 }
 
 // isBinary reports whether p looks like binary content.
@@ -57,12 +148,15 @@ func isBinary(p []byte) bool {
 }
 
 // splitLines splits p into lines, each keeping its trailing "\n" except
-// possibly the last. All lines share one backing string.
+// possibly the last. The lines are p's own bytes, not a copy (a diff of
+// two 64 MiB versions would otherwise hold them twice): p must not change
+// while they are in use, and nothing that refers to them outlives Write,
+// whose output is written, that is copied.
 func splitLines(p []byte) []string {
 	if len(p) == 0 {
 		return nil
 	}
-	s := string(p)
+	s := unsafe.String(unsafe.SliceData(p), len(p))
 	n := strings.Count(s, "\n")
 	if !strings.HasSuffix(s, "\n") {
 		n++
@@ -89,8 +183,9 @@ type edit struct {
 
 // diffLines returns an edit script turning x into y. Common prefix and
 // suffix are trimmed first; the middle is diffed with Myers' algorithm, or,
-// if its edit distance exceeds maxD, replaced wholesale.
-func diffLines(x, y []string, maxD int) []edit {
+// if its edit distance exceeds maxD or the search costs more than maxCost
+// (0: no bound), replaced wholesale.
+func diffLines(x, y []string, maxD, maxCost int) []edit {
 	pre := 0
 	for pre < len(x) && pre < len(y) && x[pre] == y[pre] {
 		pre++
@@ -120,7 +215,7 @@ func diffLines(x, y []string, maxD int) []edit {
 	}
 	xi, yi := intern(xm), intern(ym)
 
-	edits, ok := myers(xi, yi, maxD)
+	edits, ok := myers(xi, yi, maxD, maxCost)
 	if !ok {
 		edits = []edit{{0, len(xm), 0, len(ym)}}
 	}
@@ -136,8 +231,11 @@ func diffLines(x, y []string, maxD int) []edit {
 // myers computes a minimal edit script turning a into b using the greedy
 // O((N+M)·D) algorithm from Eugene W. Myers, "An O(ND) Difference Algorithm
 // and Its Variations" (1986), keeping the per-step frontier for the
-// backtrack. It reports false if the edit distance exceeds maxD.
-func myers(a, b []int32, maxD int) ([]edit, bool) {
+// backtrack. It reports false if the edit distance exceeds maxD, or if the
+// diagonals visited and lines compared exceed maxCost (0: no bound): the
+// trace is O(maxD²), but the time is O((N+M)·D), and only the cost bounds
+// it for long inputs.
+func myers(a, b []int32, maxD, maxCost int) ([]edit, bool) {
 	n, m := len(a), len(b)
 	if n == 0 || m == 0 {
 		return []edit{{0, n, 0, m}}, true
@@ -152,6 +250,7 @@ func myers(a, b []int32, maxD int) ([]edit, bool) {
 	}
 	// trace[d][(k+d)/2] is v[off+k] after step d, for k = -d, -d+2, ..., d.
 	trace := make([][]int32, 0, 64)
+	cost := 0
 	for d := 0; d <= limit; d++ {
 		snap := make([]int32, d+1)
 		for k := -d; k <= d; k += 2 {
@@ -163,12 +262,16 @@ func myers(a, b []int32, maxD int) ([]edit, bool) {
 					x, _ = step(k, d, n, m, func(k int) int { return v[off+k] })
 				}
 				if x >= 0 {
-					y := x - k
+					x0, y := x, x-k
 					for x < n && y < m && a[x] == b[y] {
 						x++
 						y++
 					}
+					cost += x - x0
 				}
+			}
+			if cost++; maxCost > 0 && cost > maxCost {
+				return nil, false
 			}
 			v[off+k] = x
 			snap[(k+d)/2] = int32(x)
@@ -244,13 +347,13 @@ func backtrack(trace [][]int32, n, m int) []edit {
 	return rev
 }
 
-// render formats the edit script as unified diff hunks with c lines of
+// render writes the edit script as unified diff hunks with c lines of
 // context. Hunks whose changes are at most 2c equal lines apart are merged.
-func render(oldName, newName string, x, y []string, edits []edit, c int) string {
+// It stops at the first error of sb.
+func render(sb *output, oldName, newName string, x, y []string, edits []edit, c int) {
 	if len(edits) == 0 {
-		return ""
+		return
 	}
-	var sb strings.Builder
 	sb.WriteString("--- " + oldName + "\n+++ " + newName + "\n")
 	for i := 0; i < len(edits); {
 		j := i
@@ -266,23 +369,27 @@ func render(oldName, newName string, x, y []string, edits []edit, c int) string 
 		sb.WriteString("@@ -" + hunkRange(a0, a1-a0) + " +" + hunkRange(b0, b1-b0) + " @@\n")
 		ai := a0
 		for _, e := range edits[i : j+1] {
-			for _, l := range x[ai:e.a0] {
-				writeLine(&sb, ' ', l)
-			}
-			for _, l := range x[e.a0:e.a1] {
-				writeLine(&sb, '-', l)
-			}
-			for _, l := range y[e.b0:e.b1] {
-				writeLine(&sb, '+', l)
-			}
+			writeLines(sb, ' ', x[ai:e.a0])
+			writeLines(sb, '-', x[e.a0:e.a1])
+			writeLines(sb, '+', y[e.b0:e.b1])
 			ai = e.a1
 		}
-		for _, l := range x[ai:a1] {
-			writeLine(&sb, ' ', l)
+		writeLines(sb, ' ', x[ai:a1])
+		if sb.err != nil {
+			return
 		}
 		i = j + 1
 	}
-	return sb.String()
+}
+
+// writeLines writes lines with prefix, until sb fails.
+func writeLines(sb *output, prefix byte, lines []string) {
+	for _, l := range lines {
+		if sb.err != nil {
+			return
+		}
+		writeLine(sb, prefix, l)
+	}
 }
 
 // hunkRange formats a hunk range starting at 0-based line start with n
@@ -301,7 +408,7 @@ func hunkRange(start, n int) string {
 
 // writeLine writes one diff line with its prefix, marking a missing
 // trailing newline the way GNU diff does.
-func writeLine(sb *strings.Builder, prefix byte, line string) {
+func writeLine(sb *output, prefix byte, line string) {
 	sb.WriteByte(prefix)
 	sb.WriteString(line)
 	if !strings.HasSuffix(line, "\n") {

@@ -1,6 +1,8 @@
 package udiff
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -398,12 +400,12 @@ func TestRoundTripRandom(t *testing.T) {
 
 		// Myers must find a minimal edit script.
 		x, y := splitLines([]byte(a)), splitLines([]byte(b))
-		if got, want := editCost(diffLines(x, y, maxEditDistance)), minEditCost(x, y); got != want {
+		if got, want := editCost(diffLines(x, y, maxEditDistance, 0)), minEditCost(x, y); got != want {
 			t.Fatalf("case %d: a=%q b=%q: edit cost %d, minimal is %d", i, a, b, got, want)
 		}
 
-		// The bounded fallback must stay correct whatever the bound.
-		fb := render("old", "new", x, y, diffLines(x, y, r.IntN(4)), context)
+		// The bounded fallback must stay correct whatever the bounds.
+		fb := renderString("old", "new", x, y, diffLines(x, y, r.IntN(4), r.IntN(12)), context)
 		if err := checkPatch(fb, a, b, context); err != nil {
 			t.Fatalf("case %d (fallback): a=%q b=%q context=%d: %v\ndiff:\n%s", i, a, b, context, err, fb)
 		}
@@ -481,13 +483,98 @@ func TestLargeFallback(t *testing.T) {
 	a, b := sa.String(), sb.String()
 
 	x, y := splitLines([]byte(a)), splitLines([]byte(b))
-	edits := diffLines(x, y, maxEditDistance)
+	edits := diffLines(x, y, maxEditDistance, 0)
 	want := []edit{{1, 1 + 3*maxEditDistance, 1, 1 + 3*maxEditDistance}}
 	if len(edits) != 1 || edits[0] != want[0] {
 		t.Errorf("diffLines = %v, want %v", edits, want)
 	}
 	if err := checkPatch(Unified("old", "new", []byte(a), []byte(b), 3), a, b, 3); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Inputs over the line limit are not diffed: Write says how long they are
+// and writes nothing. Equal or binary inputs need no lines and are answered
+// as always.
+func TestWriteTooLong(t *testing.T) {
+	lim := Limits{MaxLines: 3}
+	var sb strings.Builder
+	err := Write(&sb, "old", "new", []byte("1\n2\n3\n4\n"), []byte("1\n2\n3\n4\n5"), 3, lim)
+	var long *TooLongError
+	if !errors.As(err, &long) || *long != (TooLongError{OldLines: 4, NewLines: 5, MaxLines: 3}) || sb.Len() != 0 {
+		t.Fatalf("Write = %v (%+v), wrote %q; want a TooLongError of 4 and 5 lines, nothing written", err, long, sb.String())
+	}
+	long4 := []byte("1\n2\n3\n4\n")
+	for _, tc := range []struct{ a, b []byte }{{long4, long4}, {long4, []byte("\x00")}} {
+		sb.Reset()
+		if err := Write(&sb, "old", "new", tc.a, tc.b, 3, lim); err != nil || sb.String() != Unified("old", "new", tc.a, tc.b, 3) {
+			t.Errorf("Write(%q, %q) = %v, %q; want Unified's answer", tc.a, tc.b, err, sb.String())
+		}
+	}
+	if err := Write(&sb, "old", "new", []byte("1\n2\n3"), []byte("1\n2\n4"), 3, lim); err != nil {
+		t.Errorf("Write of 3 lines = %v, want a diff", err)
+	}
+}
+
+// A search over its cost bound replaces the middle wholesale, and the
+// patch is still correct; the default bound is far above a real file's
+// diff, which comes out as without a bound.
+func TestCostBound(t *testing.T) {
+	var sa, sb strings.Builder
+	for i := range 20_000 {
+		fmt.Fprintf(&sa, "line %d\n", i)
+		if i%50 == 0 {
+			fmt.Fprintf(&sb, "changed %d\n", i)
+		} else {
+			fmt.Fprintf(&sb, "line %d\n", i)
+		}
+	}
+	a, b := sa.String(), sb.String()
+	var out strings.Builder
+	if err := Write(&out, "old", "new", []byte(a), []byte(b), 3, DefaultLimits); err != nil || out.String() != Unified("old", "new", []byte(a), []byte(b), 3) {
+		t.Fatalf("Write with the default limits = %v, and a diff other than Unified's", err)
+	}
+	out.Reset()
+	if err := Write(&out, "old", "new", []byte(a), []byte(b), 3, Limits{MaxCost: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkPatch(out.String(), a, b, 3); err != nil {
+		t.Fatal(err)
+	}
+	if h := strings.Count(out.String(), "\n@@ "); h != 1 {
+		t.Errorf("%d hunks; want one wholesale hunk", h)
+	}
+}
+
+// failAfter takes n bytes, then fails every write.
+type failAfter struct {
+	n, writes int
+}
+
+var errFull = errors.New("full")
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	f.writes++
+	if len(p) > f.n {
+		f.n = 0
+		return 0, errFull
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
+// A writer that takes no more ends the diff: Write returns its error and
+// does not call it again.
+func TestWriteStopsAtTheWritersError(t *testing.T) {
+	a := seq(1, 200_000, nil)
+	b := seq(1, 200_000, map[int]string{1: "one\n", 200_000: "last\n"})
+	w := &failAfter{n: 100 << 10}
+	// All of it context: one hunk of 200,000 lines.
+	if err := Write(w, "old", "new", []byte(a), []byte(b), 1<<30, DefaultLimits); !errors.Is(err, errFull) {
+		t.Fatalf("Write = %v, want %v", err, errFull)
+	}
+	if w.writes != 2 {
+		t.Errorf("%d writes of 64 KiB; want the first, and the one that failed", w.writes)
 	}
 }
 
@@ -662,4 +749,13 @@ func parseRange(s string) (start, count int, err error) {
 		return 0, 0, fmt.Errorf("bad range %q", s)
 	}
 	return l - 1, count, nil
+}
+
+// renderString is render's output as a string.
+func renderString(oldName, newName string, x, y []string, edits []edit, c int) string {
+	var sb strings.Builder
+	out := &output{w: bufio.NewWriter(&sb)}
+	render(out, oldName, newName, x, y, edits, c)
+	out.flush()
+	return sb.String()
 }

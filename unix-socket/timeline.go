@@ -111,29 +111,49 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request) {
 	w.Write(data)
 }
 
+// diff answers GET /v1/diff. The diff is written as it is computed, file
+// by file, and stops being computed at ?max_bytes=; an error found before
+// its first byte is answered as an error.
 func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	var d string
+	maxBytes, _ := strconv.Atoi(q.Get("max_bytes"))
+	out := &diffWriter{w: w}
 	var err error
 	switch {
 	case q.Has("since"):
 		// One diff of every change since a checkpoint or a time.
-		d, err = s.cfg.Tools.SessionDiff(r.Context(), sessionQuery(q))
+		err = s.cfg.Tools.SessionDiff(r.Context(), out, sessionQuery(q), max(maxBytes, 0))
 	case q.Get("path") == "":
 		writeError(w, http.StatusBadRequest, "diff needs ?path= (a file's versions) or ?since= (the workspace's changes)")
 		return
 	default:
-		d, err = s.cfg.Tools.Diff(q.Get("cwd"), q.Get("path"), q.Get("from"), q.Get("to"))
+		err = s.cfg.Tools.Diff(r.Context(), out, q.Get("cwd"), q.Get("path"), q.Get("from"), q.Get("to"), max(maxBytes, 0))
 	}
-	if maxBytes, perr := strconv.Atoi(q.Get("max_bytes")); perr == nil {
-		d = toolapi.CutDiff(d, maxBytes)
-	}
-	if err != nil {
+	switch {
+	case err != nil && !out.started:
 		writeError(w, errorStatus(err), err.Error())
-		return
+	case !out.started:
+		out.start() // an empty diff: the versions are the same
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write([]byte(d))
+}
+
+// diffWriter answers 200 with the first byte of a diff written to it.
+type diffWriter struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (d *diffWriter) start() {
+	d.started = true
+	d.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	d.w.WriteHeader(http.StatusOK)
+}
+
+func (d *diffWriter) Write(p []byte) (int, error) {
+	if !d.started {
+		d.start()
+	}
+	return d.w.Write(p)
 }
 
 // sessionQuery reads ?since=, ?path= (repeated), ?cwd= and ?limit=.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +65,59 @@ func TestLongRewindOutlivesWriteTimeout(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(ws, "b.txt"))
 	if rerr != nil || string(b) != "b1\n" {
 		t.Fatalf("rewind: %v; b.txt = %q, want \"b1\\n\"", rerr, b)
+	}
+}
+
+// A session's diff with max_bytes is written as it is computed and cut at
+// a line's end, with a last line saying so; a bad request is still an
+// error, not an empty diff (the answer's status is decided by the first
+// byte of the diff).
+func TestSessionDiffMaxBytes(t *testing.T) {
+	ws := t.TempDir()
+	socket := filepath.Join(t.TempDir(), "run", "dshfs.sock")
+	store, err := versionstore.Open(ws, filepath.Join(t.TempDir(), "index.db"), versionstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, _ := toolapi.New(store, nil, toolapi.Config{})
+	srv := NewServer(Config{Tools: svc, Store: store})
+	l, err := Listen(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	t.Cleanup(func() { l.Close(); <-done; store.Close() })
+	write := func(rel, content string) {
+		tg, err := store.Resolve(rel, rel, "write")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.WriteText(context.Background(), tg, content, versionstore.Intent{}, versionstore.ToolWriter("a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"a.txt", "b.txt", "c.txt"} {
+		write(f, "one\n")
+	}
+	if _, err := store.Checkpoint(context.Background(), "cp", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"a.txt", "b.txt", "c.txt"} {
+		write(f, "two\n")
+	}
+	client := NewClient(socket)
+	defer client.CloseIdle()
+	all, err := client.raw(t.Context(), "/v1/diff?since=cp")
+	if err != nil || strings.Count(string(all), "diff --dshfs") != 3 {
+		t.Fatalf("the whole diff: %v\n%s", err, all)
+	}
+	cut, err := client.raw(t.Context(), "/v1/diff?since=cp&max_bytes=100")
+	first := string(all)[:strings.Index(string(all), "diff --dshfs a/b.txt")]
+	if want := first + "... rest of the diff not shown (max_bytes 100; 2 of 3 changed files not shown in full)\n"; err != nil || string(cut) != want {
+		t.Fatalf("cut at 100 bytes: %v\n%s\nwant:\n%s", err, cut, want)
+	}
+	if _, err := client.raw(t.Context(), "/v1/diff?since=nowhere&max_bytes=100"); err == nil || !strings.Contains(err.Error(), "not a checkpoint") {
+		t.Fatalf("a bad since: %v, want its error", err)
 	}
 }

@@ -273,7 +273,7 @@ func BenchmarkBaselineVsGit(b *testing.B) {
 		if err != nil || cp.Files != files {
 			b.Fatalf("checkpoint %+v, %v", cp, err)
 		}
-		kept := s.retain.stored.Load()
+		kept := s.retain.kept()
 		s.Close()
 		b.ReportMetric(float64(kept)/(1<<20), "kept-MiB")
 		b.ReportMetric(float64(dshTime.Milliseconds()), "checkpoint-ms")

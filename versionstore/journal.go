@@ -119,7 +119,7 @@ func (s *Store) commit(keys []string, cs []change) error {
 		}
 		objs = append(objs, p)
 	}
-	var added int64
+	var added int64 // to the objects in files of their own
 	err := s.commits.update(func(tx *bolt.Tx) error {
 		added = 0
 		for _, p := range objs {
@@ -144,7 +144,7 @@ func (s *Store) commit(keys []string, cs []change) error {
 		}
 		return nil
 	})
-	if err == nil && added > 0 {
+	if err == nil {
 		s.objectsAdded(added)
 	}
 	return err

@@ -151,7 +151,8 @@ func (o *objectStore) writeFile(p packed) error {
 }
 
 // putObject stores p in tx, replacing an entry whose file is gone; it
-// reports the bytes the object adds.
+// reports the bytes the object adds to those kept in files of their own
+// (what it adds to the index, the index's size tells).
 func putObject(tx *bolt.Tx, p packed) (int64, error) {
 	b := tx.Bucket(bucketObjects)
 	if err := tx.Bucket(bucketUnkept).Delete(p.version[:]); err != nil {
@@ -160,9 +161,12 @@ func putObject(tx *bolt.Tx, p packed) (int64, error) {
 	if old := b.Get(p.version[:]); old != nil {
 		if p.file == nil && old[0] == objFile {
 			// The new copy is inline; the old entry named a file.
-			return packedSize(p.value) - packedSize(old), b.Put(p.version[:], p.value)
+			return -packedSize(old), b.Put(p.version[:], p.value)
 		}
 		return 0, nil
+	}
+	if p.file == nil {
+		return 0, b.Put(p.version[:], p.value)
 	}
 	return packedSize(p.value), b.Put(p.version[:], p.value)
 }
@@ -266,11 +270,14 @@ func (s *Store) HasObject(v Version) bool {
 	return ok
 }
 
-// storedBytes sums the space objects occupy.
-func storedBytes(tx *bolt.Tx) int64 {
+// fileBytes sums the space the objects kept in files of their own occupy
+// (the others are in the index's pages).
+func fileBytes(tx *bolt.Tx) int64 {
 	var n int64
 	tx.Bucket(bucketObjects).ForEach(func(_, v []byte) error {
-		n += packedSize(v)
+		if len(v) > 0 && v[0] == objFile {
+			n += packedSize(v)
+		}
 		return nil
 	})
 	return n

@@ -188,9 +188,11 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 	}
 	s.retain.init(opts.RetainBytes, opts.RetainAge)
 	s.db.View(func(tx *bolt.Tx) error {
-		s.retain.stored.Store(storedBytes(tx))
+		s.retain.files.Store(fileBytes(tx))
 		return nil
 	})
+	s.retain.pageSize = int64(s.db.Info().PageSize)
+	s.retain.index.Store(s.indexBytes())
 	s.syncDone.Add(1)
 	go s.flushLoop()
 	return s, nil

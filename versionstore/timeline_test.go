@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -335,7 +336,7 @@ func TestCaptureLimit(t *testing.T) {
 // Collection keeps the current version of every file and what checkpoints
 // need, and brings the store within its budget, on demand and by itself.
 func TestRetention(t *testing.T) {
-	const budget = 64 << 10
+	const budget = 160 << 10 // the index's 60 KiB, and about 12 versions
 	ts := openTestStore(t, func(o *Options) { o.RetainBytes = budget })
 	rng := rand.NewChaCha8([32]byte{3})
 	version := func() []byte {
@@ -364,8 +365,8 @@ func TestRetention(t *testing.T) {
 		t.Fatalf("gc left the store over budget: %+v", res)
 	}
 	var stored int64
-	ts.db.View(func(tx *bolt.Tx) error { stored = storedBytes(tx); return nil })
-	if stored > budget || stored != res.StoredBytes {
+	ts.db.View(func(tx *bolt.Tx) error { stored = fileBytes(tx); return nil })
+	if stored += ts.indexBytes(); stored > budget || stored != res.StoredBytes {
 		t.Fatalf("stored %d bytes, budget %d, gc said %d", stored, budget, res.StoredBytes)
 	}
 	cur, _ := os.ReadFile(ts.path("f.bin"))
@@ -467,5 +468,41 @@ func TestRestoreRecreatesPermissionBits(t *testing.T) {
 	}
 	if fi, err := os.Stat(ts.path("plain.txt")); err != nil || fi.Mode().Perm() != 0o644 {
 		t.Fatalf("plain.txt recreated: %v %v, want 0644", fi, err)
+	}
+}
+
+// The budget counts the index's own bytes: the history and journal of many
+// small versions take far more room than the versions' bytes, and a store
+// whose index alone is over the budget keeps only the versions it needs.
+func TestRetentionCountsTheIndex(t *testing.T) {
+	const budget = 128 << 10
+	ts := openTestStore(t, func(o *Options) { o.RetainBytes = budget })
+	if _, err := ts.Checkpoint(context.Background(), "start", nil); err != nil {
+		t.Fatal(err)
+	}
+	const files, versions = 200, 8
+	for v := range versions {
+		for f := range files {
+			ts.mountWrite(fmt.Sprintf("f%d.txt", f), fmt.Sprintf("v%d\n", v))
+		}
+	}
+	res, err := ts.GC(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(ts.index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StoredBytes <= budget {
+		t.Errorf("gc says the store holds %d bytes, within the %d budget, with an index file of %d bytes", res.StoredBytes, budget, fi.Size())
+	}
+	for v := range versions - 1 {
+		if ts.HasObject(SumString(fmt.Sprintf("v%d\n", v))) {
+			t.Errorf("v%d still kept with the index over the budget (gc %+v)", v, res)
+		}
+	}
+	if !ts.HasObject(SumString(fmt.Sprintf("v%d\n", versions-1))) {
+		t.Error("the current version was dropped")
 	}
 }

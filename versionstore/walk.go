@@ -97,13 +97,13 @@ func (s *Store) syncKnown(key string, r record, st *SyncStats) {
 	}
 }
 
-// withinBudget reports whether the object store, with the bytes waiting in
-// the batch, is within its retention budget.
+// withinBudget reports whether the object store and the index, with the
+// bytes waiting in the batch, are within the retention budget.
 func (s *Store) withinBudget() bool {
 	s.mount.mu.Lock()
 	pending := s.mount.pendingBytes
 	s.mount.mu.Unlock()
-	return s.retain.stored.Load()+pending < s.retain.budget
+	return s.retain.kept()+pending < s.retain.budget
 }
 
 // syncFile records what is at key now and keeps its bytes if keep (and the

@@ -13,7 +13,7 @@ func gcCommand() *cli.Command {
 		Name:  "gc",
 		Usage: "drop kept bytes past the retention age or the budget (it also runs by itself)",
 		Description: "Never drops the current version of a file or a version a checkpoint needs. The budget and age\n" +
-			"are `dshfs mount --retain-bytes` and `--retain-age`.",
+			"are `dshfs mount --retain-bytes` and `--retain-age`; the budget counts the index (index.db) too.",
 		Flags: []cli.Flag{mountFlag, &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &asJSON}},
 		Action: func(c *cli.Context) error {
 			return runGC(c, asJSON)
@@ -37,7 +37,7 @@ func runGC(c *cli.Context, asJSON bool) error {
 	if asJSON {
 		return printJSON(res)
 	}
-	fmt.Printf("dropped %d object(s), %s; kept %d (%d pinned), %s of a %s budget\n",
+	fmt.Printf("dropped %d object(s), %s; kept %d (%d pinned), with the index %s of a %s budget\n",
 		res.Removed, humanBytes(res.FreedBytes), res.Objects, res.Pinned, humanBytes(res.StoredBytes), humanBytes(res.BudgetBytes))
 	return nil
 }

@@ -21,8 +21,13 @@ type logOptions struct {
 	Paths []string
 	Since string
 	Limit int
+	All   bool
 	JSON  bool
 }
+
+// defaultLogLimit is how many changes or versions log shows unless told:
+// a long session's log is hundreds of thousands of entries.
+const defaultLogLimit = 50
 
 func logCommand() *cli.Command {
 	var o logOptions
@@ -35,10 +40,13 @@ func logCommand() *cli.Command {
 			"editors, git and writes straight into the backing directory alike; paths limit it to themselves\n" +
 			"and what is below them. With one path and no --since, that file's versions and whether their\n" +
 			"bytes are kept (and why not).\n\n" +
-			"--since takes a checkpoint's name, a time (2006-01-02 15:04, or RFC 3339) or a duration (30m).",
+			"--since takes a checkpoint's name, a time (2006-01-02 15:04, or RFC 3339) or a duration (30m).\n" +
+			"The newest 50 are shown, and a last line says how many more there are: --limit sets how many,\n" +
+			"--all (or --limit 0) shows every one.",
 		Flags: []cli.Flag{mountFlag,
 			&cli.StringFlag{Name: "since", Usage: "only changes since a checkpoint, a time or a duration ago", Destination: &o.Since},
-			&cli.IntFlag{Name: "limit", Usage: "at most this many changes", DefaultText: "all", Destination: &o.Limit},
+			&cli.IntFlag{Name: "limit", Usage: "at most this many changes or versions, newest first (0: all)", Value: defaultLogLimit, Destination: &o.Limit},
+			&cli.BoolFlag{Name: "all", Usage: "every change or version, however many", Destination: &o.All},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &o.JSON},
 		},
 		Action: func(c *cli.Context) error {
@@ -56,17 +64,39 @@ func runLog(c *cli.Context, o logOptions) error {
 		return err
 	}
 	if len(o.Paths) == 1 && o.Since == "" {
-		return runHistory(c.Context, client, o.Paths[0], o.JSON)
+		return runHistory(c.Context, client, o.Paths[0], o.JSON, o.limit())
 	}
 	return runChanges(c.Context, client, o)
 }
 
+// limit is how many entries to show, 0 for all.
+func (o logOptions) limit() int {
+	if o.All {
+		return 0
+	}
+	return max(o.Limit, 0)
+}
+
 // runChanges prints the workspace's changes.
 func runChanges(ctx context.Context, client *unixsocket.Client, o logOptions) error {
-	changes, err := client.Log(ctx, toolapi.SessionQuery{Since: o.Since, Paths: o.Paths, Limit: o.Limit})
+	limit := o.limit()
+	q := toolapi.SessionQuery{Since: o.Since, Paths: o.Paths, Limit: limit}
+	if limit > 0 {
+		q.Limit++ // one more tells whether there are more
+	}
+	changes, err := client.Log(ctx, q)
 	if err != nil {
 		return daemonError(err)
 	}
+	more := limit > 0 && len(changes) > limit
+	if more {
+		changes = changes[:limit]
+	}
+	defer func() {
+		if more {
+			sayCut(o.JSON, "… older changes not shown; --all shows them")
+		}
+	}()
 	if o.JSON {
 		if changes == nil {
 			changes = []unixsocket.Change{}
@@ -79,6 +109,16 @@ func runChanges(ctx context.Context, client *unixsocket.Client, o logOptions) er
 	}
 	printChanges(os.Stdout, changes)
 	return nil
+}
+
+// sayCut says that log left entries out: after the table, or, not to spoil
+// JSON, on standard error.
+func sayCut(asJSON bool, note string) {
+	if asJSON {
+		fmt.Fprintln(os.Stderr, note)
+		return
+	}
+	fmt.Println(note)
 }
 
 // printChanges is the log as a table.
@@ -102,11 +142,15 @@ func printChanges(w io.Writer, changes []unixsocket.Change) {
 	tw.Flush()
 }
 
-// runHistory prints one file's versions.
-func runHistory(ctx context.Context, client *unixsocket.Client, path string, asJSON bool) error {
+// runHistory prints one file's newest versions, limit of them (0: all).
+func runHistory(ctx context.Context, client *unixsocket.Client, path string, asJSON bool, limit int) error {
 	h, err := client.History(ctx, "", path)
 	if err != nil {
 		return daemonError(err)
+	}
+	if older := len(h) - limit; limit > 0 && older > 0 {
+		h = h[:limit]
+		defer sayCut(asJSON, fmt.Sprintf("… %d older versions not shown; --all shows them", older))
 	}
 	if asJSON {
 		return printJSON(h)
