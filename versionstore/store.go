@@ -226,8 +226,8 @@ func inside(dir, p string) bool {
 // so after an unclean shutdown the file is checked, and a damaged one is moved
 // aside: the versions it held are recomputed from the files on first access.
 func openIndex(path string, log *slog.Logger) (*bolt.DB, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("open index: %w", err)
+	if err := prepareIndexFile(path); err != nil {
+		return nil, err
 	}
 	// The freelist is synced (NoFreelistSync off): otherwise bbolt rebuilds
 	// it on open by walking every page in a goroutine of its own, which
