@@ -13,7 +13,11 @@
 // the CLI turns into exit statuses.
 package daemon
 
-import "time"
+import (
+	"time"
+
+	"github.com/dshfs/dshfs/fusefs"
+)
 
 // Config is everything a daemon runs with. A detached daemon is handed its
 // parent's Config as JSON (detach.go), so a field added here reaches it
@@ -26,6 +30,7 @@ type Config struct {
 	NoPolicy      bool          // serve the bare provider: no read-before-write checks
 	AllowOther    bool          // let other users use the mount
 	CacheTimeout  time.Duration // how long the kernel caches entries; 0: fusefs decides
+	MaxWatches    int           // most directories watched for outside changes; 0: DefaultMaxWatches
 	Debug         bool          // log every FUSE request
 	NoPassthrough bool          // every read and write through the daemon
 	Baseline      bool          // index the whole workspace in the background once mounted
@@ -44,5 +49,7 @@ type Config struct {
 // least recently active are.
 const (
 	DefaultForgetActors = 7 * 24 * time.Hour
-	maxActors           = 10_000
+	// DefaultMaxWatches caps a mount's inotify watches (fusefs.Options).
+	DefaultMaxWatches = fusefs.DefaultMaxWatches
+	maxActors         = 10_000
 )

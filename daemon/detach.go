@@ -60,13 +60,18 @@ func Start(cfg Config, args []string) (Detached, error) {
 	return Detached{Pid: pid, Log: logPath}, nil
 }
 
-// openLog opens the daemon's log in stateDir (made if missing) for
-// appending.
+// openLog opens the daemon's log in stateDir (made if missing, refused if
+// another user could change it: PrepareStateDir) for appending.
 func openLog(stateDir string) (*os.File, error) {
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("make the state directory: %v", err)
+	if err := PrepareStateDir(stateDir); err != nil {
+		return nil, err
 	}
-	return os.OpenFile(filepath.Join(stateDir, LogFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	path := filepath.Join(stateDir, LogFileName)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open the daemon's log %s: %v (a symbolic link is refused)", path, err)
+	}
+	return f, nil
 }
 
 // startChild starts the daemon's process and hands it cfg; it returns the

@@ -6,12 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // logSize is how much the daemon's log holds now (-1 if it has none):
 // fusermount3 writes why it failed there, on the daemon's standard error.
 func logSize(stateDir string) int64 {
-	fi, err := os.Stat(filepath.Join(stateDir, LogFileName))
+	fi, err := os.Lstat(filepath.Join(stateDir, LogFileName))
 	if err != nil {
 		return -1
 	}
@@ -23,7 +24,7 @@ func fusermountSaid(stateDir string, offset int64) []string {
 	if offset < 0 {
 		return nil
 	}
-	f, err := os.Open(filepath.Join(stateDir, LogFileName))
+	f, err := os.OpenFile(filepath.Join(stateDir, LogFileName), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil
 	}

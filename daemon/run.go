@@ -86,7 +86,8 @@ func run(cfg Config, ready *Ready) error {
 }
 
 // resolveStateDir makes the state directory absolute, the default one if
-// none is named: clients anywhere read it from the mount's record.
+// none is named (clients anywhere read it from the mount's record), and
+// refuses one another user could change.
 func (cfg *Config) resolveStateDir() error {
 	var err error
 	if cfg.StateDir == "" {
@@ -94,8 +95,10 @@ func (cfg *Config) resolveStateDir() error {
 			return err
 		}
 	}
-	cfg.StateDir, err = filepath.Abs(cfg.StateDir)
-	return err
+	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
+		return err
+	}
+	return PrepareStateDir(cfg.StateDir)
 }
 
 // catchSignals catches the signals that unmount. They are caught before
@@ -149,7 +152,7 @@ func (m *mount) openStore(umask os.FileMode) (*versionstore.Store, error) {
 // mountFS mounts the store, saying why not in fusermount3's own words.
 func (m *mount) mountFS() error {
 	logged := logSize(m.cfg.StateDir)
-	fsys, err := fusefs.Mount(m.cfg.MountPoint, m.store, fusefs.Options{AllowOther: m.cfg.AllowOther, CacheTimeout: m.cfg.CacheTimeout,
+	fsys, err := fusefs.Mount(m.cfg.MountPoint, m.store, fusefs.Options{AllowOther: m.cfg.AllowOther, CacheTimeout: m.cfg.CacheTimeout, MaxWatches: m.cfg.MaxWatches,
 		Debug: m.cfg.Debug, Logger: m.log, NoPassthrough: m.cfg.NoPassthrough, DaemonInfo: record(m.cfg)})
 	if err != nil {
 		return explainMountFailure(err, fusermountSaid(m.cfg.StateDir, logged), m.cfg.AllowOther)
@@ -168,13 +171,28 @@ func (m *mount) wait(sig <-chan os.Signal) error {
 		m.log.Info("unmounting", "signal", s.String())
 		if err := m.fsys.Unmount(); err != nil {
 			// For `dshfs unmount`, which waits for this process to end.
-			os.WriteFile(filepath.Join(m.cfg.StateDir, unmountErrorFile), []byte(err.Error()+"\n"), 0o600)
+			writeNew(filepath.Join(m.cfg.StateDir, unmountErrorFile), err.Error()+"\n")
 			return err
 		}
 	case <-done:
 		m.log.Info("unmounted from outside")
 	}
 	return nil
+}
+
+// writeNew replaces the file at path with a new one holding s, never
+// writing through a link left there.
+func writeNew(path, s string) error {
+	os.Remove(path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(s)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // startBaseline, if on, indexes the whole workspace in the background, as

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/dshfs/dshfs/fusefs"
 	"github.com/dshfs/dshfs/mcptools"
 	"github.com/dshfs/dshfs/policy"
 	"github.com/dshfs/dshfs/toolapi"
@@ -52,8 +53,14 @@ func (m *mount) server(svc *toolapi.Service, pol *policy.Policy) *unixsocket.Ser
 		Status:          m.status(pol),
 		Store:           m.store,
 		MCP:             mcpSessions(svc, m.cfg.Version),
-		RegisterProcess: func(actor string, pid int) error { return m.fsys.Actors().Register(pid, actor) },
+		RegisterProcess: registerWith(m.fsys.Actors()),
 	})
+}
+
+// registerWith registers a process with actors for the socket's peer: its
+// own processes only, any if it is root (fusefs.Actors.Register).
+func registerWith(actors *fusefs.Actors) func(actor string, pid int, peerUID uint32) error {
+	return func(actor string, pid int, peerUID uint32) error { return actors.Register(pid, actor, peerUID) }
 }
 
 // Tools are the tools over store, with the read-before-write policy (its

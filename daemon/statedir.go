@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"unicode"
 
 	"github.com/dshfs/dshfs/internal/quote"
@@ -94,4 +95,64 @@ func userStateDir() (string, error) {
 		return filepath.Join(home, "Library", "Application Support"), nil
 	}
 	return filepath.Join(home, ".local", "state"), nil
+}
+
+// PrepareStateDir makes the state directory dir if missing and refuses one
+// that another user could change. Its owner could have left symbolic links
+// in it to this user's files — the log is appended to, the index written,
+// whoever runs the daemon — or swap them in at any time, so it must be
+// this user's and writable by nobody else (but the user's own group), and
+// each directory above it this user's or root's, writable by others only
+// if sticky (as /tmp), where another user cannot rename it away. The check comes before
+// anything in dir is opened; the files are still opened without following
+// links (O_NOFOLLOW), in case one was left there before.
+func PrepareStateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("make the state directory: %v", err)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("resolve the state directory: %v", err)
+	}
+	uid := os.Geteuid()
+	for p, own := real, true; ; p, own = filepath.Dir(p), false {
+		if err := checkStateAncestor(dir, p, uid, own); err != nil {
+			return err
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
+}
+
+// checkStateAncestor checks p, the state directory dir itself (own) or a
+// directory above it, for a daemon running as uid.
+func checkStateAncestor(dir, p string, uid int, own bool) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("check the state directory: %v", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	owner, perm := int(st.Uid), fi.Mode()
+	others := perm.Perm() & 0o022
+	if int(st.Gid) == os.Getegid() {
+		// Writable by the user's own group: with a group of one's own (and
+		// umask 002, as some systems set up users) that is every directory
+		// the user makes.
+		others &^= 0o020
+	}
+	switch {
+	case own && owner != uid:
+		return fmt.Errorf("the state directory %s belongs to uid %d, not to this user (uid %d): use a directory of your own with --state", dir, owner, uid)
+	case own && others != 0:
+		return fmt.Errorf("the state directory %s is writable by other users (mode %04o): run chmod go-w on it, or use another with --state", dir, perm.Perm())
+	case !own && owner != uid && owner != 0:
+		return fmt.Errorf("the state directory %s is inside %s, which belongs to uid %d, who could replace it: use a directory of your own with --state", dir, p, owner)
+	case !own && others != 0 && perm&os.ModeSticky == 0:
+		return fmt.Errorf("the state directory %s is inside %s, which other users may write (mode %04o): use a directory of your own with --state", dir, p, perm.Perm())
+	}
+	return nil
 }

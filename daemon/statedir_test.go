@@ -52,3 +52,49 @@ func legacyHash(real string) string {
 	sum := sha256.Sum256([]byte(real))
 	return hex.EncodeToString(sum[:8])
 }
+
+// A state directory another user could change — its own, writable by
+// others, or inside one of theirs — is refused; the usual places are not.
+func TestPrepareStateDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give directories to nobody")
+	}
+	for _, c := range []struct {
+		name   string
+		parent os.FileMode // mode of the directory above, owned by root
+		mode   os.FileMode
+		nobody string // "dir" or "parent": which one nobody owns
+		want   string // "" ok, else part of the error
+	}{
+		{"own", 0o755, 0o700, "", ""},
+		{"own group-writable", 0o755, 0o770, "", ""},
+		{"in sticky tmp", 0o777 | os.ModeSticky, 0o700, "", ""},
+		{"world-writable", 0o755, 0o777, "", "is writable by other users"},
+		{"nobody's", 0o755, 0o700, "dir", "belongs to uid 65534"},
+		{"in nobody's", 0o755, 0o700, "parent", "which belongs to uid 65534"},
+		{"in world-writable", 0o777, 0o700, "", "which other users may write"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			parent := filepath.Join(t.TempDir(), "p")
+			dir := filepath.Join(parent, "state")
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			for p, m := range map[string]os.FileMode{parent: c.parent, dir: c.mode} {
+				if err := os.Chmod(p, m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.nobody != "" {
+				p := map[string]string{"dir": dir, "parent": parent}[c.nobody]
+				if err := os.Chown(p, 65534, 65534); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := PrepareStateDir(dir)
+			if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("PrepareStateDir: %v, want %q", err, c.want)
+			}
+		})
+	}
+}

@@ -24,7 +24,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		errno := h.Setattr(ctx, in, out)
 		if errno == 0 {
 			// Fresh attributes, as trustworthy as a GETATTR's.
-			out.SetTimeout(n.fsys.timeout)
+			out.SetTimeout(n.attrTimeout())
 		}
 		return errno
 	}
@@ -51,7 +51,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		}
 	}
 	fillAttr(&out.Attr, &st)
-	out.SetTimeout(n.fsys.timeout)
+	out.SetTimeout(n.attrTimeout())
 	return 0
 }
 

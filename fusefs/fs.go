@@ -48,6 +48,12 @@ type Options struct {
 	// directory while it can be watched (inotify): then the default is 30s,
 	// otherwise 1s, which bounds how long such a change can go unseen.
 	CacheTimeout time.Duration
+	// MaxWatches caps the inotify watches the mount takes, one a directory
+	// of the backing tree (default DefaultMaxWatches). They are charged to
+	// the daemon's user, machine-wide, and anyone who may make directories
+	// through the mount makes more; directories beyond the cap are not
+	// watched, and the kernel trusts what it caches from them for 1 s.
+	MaxWatches int
 	// AllowOther lets other users use the mount (FUSE allow_other).
 	AllowOther bool
 	// NoPassthrough keeps every read and write going through the daemon.
@@ -78,6 +84,12 @@ type Options struct {
 	// It is answered from memory, never listed, stored or changed.
 	DaemonInfo []byte
 }
+
+// DefaultMaxWatches is a mount's cap on inotify watches: a tree of more
+// directories is watched in part. Each watch costs about 1 KiB of kernel
+// memory, charged to the daemon's user, whose machine-wide limit
+// (fs.inotify.max_user_watches) is commonly 8,192 to 1,048,576.
+const DefaultMaxWatches = 8192
 
 // DaemonInfoXattr names the mount root's attribute holding Options.DaemonInfo.
 const DaemonInfoXattr = "user.dshfs.daemon"
@@ -133,7 +145,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		f.log = slog.Default()
 	}
 	f.root = &node{fsys: f}
-	if f.watch, err = startWatcher(f); err != nil {
+	if f.watch, err = startWatcher(f, cmp.Or(opts.MaxWatches, DefaultMaxWatches)); err != nil {
 		f.log.Warn("not watching the backing directory; outside changes show within the cache timeout", "err", err)
 	}
 	timeout := opts.CacheTimeout

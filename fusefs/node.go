@@ -230,15 +230,22 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	defer done()
 	var st unix.Stat_t
 	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		// In an unwatched directory the entry's timeout is set, so the
+		// missing name is answered ENOENT rather than cached as missing.
+		n.setEntryTimeout(out)
 		return nil, toErrno(err)
 	}
 	fillAttr(&out.Attr, &st)
+	n.setEntryTimeout(out)
 	return n.newChild(ctx, &st, generation(fd, name)), 0
 }
 
 var _ = (fs.NodeGetattrer)((*node)(nil))
 
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if t := n.attrTimeout(); t != n.fsys.timeout {
+		out.SetTimeout(t)
+	}
 	if h, ok := f.(*handle); ok {
 		return h.Getattr(ctx, out)
 	}

@@ -22,6 +22,7 @@ func (n *node) entryFd(ctx context.Context, fd int, out *fuse.EntryOut) (*fs.Ino
 		return nil, toErrno(err)
 	}
 	fillAttr(&out.Attr, &st)
+	n.setEntryTimeout(out)
 	return n.newChild(ctx, &st, generation(fd, "")), 0
 }
 

@@ -179,6 +179,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, toErrno(err)
 	}
 	fillAttr(&out.Attr, &st)
+	n.setEntryTimeout(out)
 	child := n.newChild(ctx, &st, generation(ffd, ""))
 	h := newHandle(child.Operations().(*node), ffd, flags)
 	h.changed(ctx, key, false)

@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -23,6 +24,12 @@ type watcher struct {
 	fsys *FS
 	fd   int
 	file *os.File // fd, in the runtime poller so that close wakes the reader
+
+	max int // watches at most (Options.MaxWatches)
+	// partial is set once a directory went unwatched (the cap, or the
+	// machine's inotify limit): from then on the timeouts the kernel is
+	// given depend on the directory (FS.timeoutIn).
+	partial atomic.Bool
 
 	mu   sync.Mutex
 	dirs map[int]string       // watch descriptor → directory key ("" for the root)
@@ -44,19 +51,30 @@ const selfWindow = 100 * time.Millisecond
 // errWatchLimit means the tree has more directories than inotify may watch.
 var errWatchLimit = errors.New("too many directories to watch")
 
-// startWatcher watches every directory of the backing tree.
-func startWatcher(f *FS) (*watcher, error) {
+// startWatcher watches the directories of the backing tree, at most max.
+func startWatcher(f *FS, max int) (*watcher, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
-	w := &watcher{fsys: f, fd: fd, file: os.NewFile(uintptr(fd), "inotify"),
+	w := &watcher{fsys: f, fd: fd, file: os.NewFile(uintptr(fd), "inotify"), max: max,
 		dirs: map[int]string{}, wds: map[string]int{}, self: map[string]time.Time{}}
-	if err := w.addTree(""); err != nil {
+	if err := w.addTree(""); err != nil && !w.watched("") {
 		w.file.Close()
 		return nil, err
 	}
 	return w, nil
+}
+
+// whole reports whether every directory is watched (none was refused).
+func (w *watcher) whole() bool { return !w.partial.Load() }
+
+// watched reports whether the directory at key is watched.
+func (w *watcher) watched(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.wds[key]
+	return ok
 }
 
 // start handles events; call it once the filesystem is mounted.
@@ -118,9 +136,16 @@ func (w *watcher) add(dir string) error {
 		return nil
 	}
 	defer done()
+	w.mu.Lock()
+	_, again := w.wds[dir]
+	full := len(w.wds) >= w.max && !again
+	w.mu.Unlock()
+	if full {
+		return w.unwatched(dir, "the mount's watch limit")
+	}
 	wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+itoa(fd), watchMask)
 	if errors.Is(err, unix.ENOSPC) {
-		return errWatchLimit
+		return w.unwatched(dir, "the user's inotify limit (fs.inotify.max_user_watches)")
 	}
 	if err != nil {
 		return nil
@@ -129,6 +154,16 @@ func (w *watcher) add(dir string) error {
 	w.dirs[wd], w.wds[dir] = dir, wd
 	w.mu.Unlock()
 	return nil
+}
+
+// unwatched notes that dir, and so the directories below it, go
+// unwatched, saying so the first time.
+func (w *watcher) unwatched(dir, why string) error {
+	if !w.partial.Swap(true) {
+		w.fsys.log.Warn("not watching every directory of the backing tree; outside changes in the others show within 1 s",
+			"reached", why, "watches", w.max, "first_unwatched", dir)
+	}
+	return errWatchLimit
 }
 
 // noteSelf records that the daemon is about to change dir/name.

@@ -15,8 +15,10 @@ const selfWindow time.Duration = 0
 
 var errWatchLimit = errors.New("watching the backing tree is not supported on this platform")
 
-func startWatcher(f *FS) (*watcher, error)     { return nil, errWatchLimit }
-func (w *watcher) noteSelf(dir, name string)   {}
-func (w *watcher) moved(oldDir, newDir string) {}
-func (w *watcher) close()                      {}
-func (w *watcher) start()                      {}
+func startWatcher(f *FS, max int) (*watcher, error) { return nil, errWatchLimit }
+func (w *watcher) noteSelf(dir, name string)        {}
+func (w *watcher) watched(key string) bool          { return false }
+func (w *watcher) whole() bool                      { return false }
+func (w *watcher) moved(oldDir, newDir string)      {}
+func (w *watcher) close()                           {}
+func (w *watcher) start()                           {}

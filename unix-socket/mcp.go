@@ -110,14 +110,7 @@ func hijackUnix(w http.ResponseWriter) (net.Conn, *net.UnixConn, error) {
 		conn.Close()
 		return nil, nil, errors.New("bytes after the upgrade request")
 	}
-	under := conn
-	if pc, ok := under.(*prefixConn); ok {
-		under = pc.Conn
-	}
-	if cc, ok := under.(*countedConn); ok {
-		under = cc.Conn // conn stays the one closed: the cap counts it
-	}
-	uc, ok := under.(*net.UnixConn)
+	uc, ok := unixConnOf(conn)
 	if !ok {
 		conn.Close()
 		return nil, nil, errors.New("not a Unix socket")

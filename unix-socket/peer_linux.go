@@ -35,3 +35,17 @@ func peerPid(c *net.UnixConn) int {
 	}
 	return int(cred.Pid)
 }
+
+// peerUID is the peer's user id.
+func peerUID(c *net.UnixConn) (uint32, bool) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	var cred *unix.Ucred
+	raw.Control(func(fd uintptr) { cred, _ = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
+	if cred == nil {
+		return 0, false
+	}
+	return cred.Uid, true
+}

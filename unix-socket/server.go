@@ -44,8 +44,10 @@ type Config struct {
 	MCP func(ctx context.Context, s MCPSession) error
 	// RegisterProcess records that a process, and everything it starts,
 	// acts for an actor: their writes through the mount are the actor's
-	// (nil: the route answers 404).
-	RegisterProcess func(actor string, pid int) error
+	// (nil: the route answers 404). peerUID is the user of the process
+	// asking (SO_PEERCRED), which may register only its own processes
+	// unless it is root; where the platform does not say, the daemon's.
+	RegisterProcess func(actor string, pid int, peerUID uint32) error
 	// MaxConns caps the connections open at once (default
 	// DefaultMaxConns): one more is answered 503 and closed at once, so
 	// that no number of clients can run the daemon out of descriptors.
@@ -191,6 +193,7 @@ func (s *Server) httpServer() *http.Server {
 		IdleTimeout:       s.timeouts.idle,
 		MaxHeaderBytes:    maxHead, // what the fast path hands over is no more than net/http takes
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+		ConnContext:       withPeerUID,
 	}
 }
 
@@ -331,7 +334,7 @@ func (s *Server) registerProcess(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "this daemon has no mount to attribute writes on")
 		return
 	}
-	if err := s.cfg.RegisterProcess(actor, req.Pid); err != nil {
+	if err := s.cfg.RegisterProcess(actor, req.Pid, peerUIDOf(r.Context())); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}

@@ -59,7 +59,7 @@ func startDaemonWith(t testing.TB, cfg Config, tune func(*Server), wrap ...func(
 		return Status{Backing: d.ws, Socket: d.socket,
 			Actors: ActorSummary{Count: len(acts), Recent: acts[:min(len(acts), MaxRecentActors)]}}
 	}
-	cfg.RegisterProcess = func(actor string, pid int) error {
+	cfg.RegisterProcess = func(actor string, pid int, _ uint32) error {
 		if pid <= 0 {
 			return fmt.Errorf("no process %d", pid)
 		}

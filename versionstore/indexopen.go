@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -36,8 +35,8 @@ var errIndexHeld = errors.New("another process holds it")
 // (salvage.go); versions it lost are recomputed from the files on first
 // access.
 func openIndex(path string, log *slog.Logger) (db *bolt.DB, salvaged bool, err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, false, fmt.Errorf("open index: %w", err)
+	if err := prepareIndexFile(path); err != nil {
+		return nil, false, err
 	}
 	// NoSync is off: a commit that skipped its fdatasyncs can reach the disk
 	// as a meta page without the pages it points to, or overwrite pages the

@@ -221,7 +221,7 @@ func (o *objectStore) load(tx *bolt.Tx, v Version) ([]byte, error) {
 		z = value[objHeader:]
 	case objFile:
 		var err error
-		if z, err = os.ReadFile(o.path(v)); err != nil {
+		if z, err = readObjectFile(o.path(v)); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				// Collected since the entry was read, or lost: gone, not wrong.
 				return nil, fmt.Errorf("%s: %w (its file is gone)", v, ErrNotKept)

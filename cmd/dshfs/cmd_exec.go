@@ -76,6 +76,9 @@ func openService(backing, stateDir string, withPolicy bool) (*toolapi.Service, f
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := daemon.PrepareStateDir(stateDir); err != nil {
+		return nil, nil, err
+	}
 	umask := currentUmask()
 	store, err := versionstore.Open(abs, filepath.Join(stateDir, "index.db"), versionstore.Options{Umask: &umask})
 	if err != nil {

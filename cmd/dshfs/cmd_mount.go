@@ -50,8 +50,8 @@ func mountCommand() *cli.Command {
 // runMount checks the flags, the backing directory and the mount point,
 // then serves the mount here (--foreground) or in a detached daemon.
 func runMount(o mountOptions, backing, mountpoint string) error {
-	if o.MaxImageBytes <= 0 || o.RetainBytes <= 0 || o.RetainAge <= 0 || o.ForgetActors <= 0 || o.CacheTimeout < 0 {
-		return cli.Exit("--max-image-bytes, --retain-bytes, --retain-age and --forget-actors-after must be positive", exitUsage)
+	if o.MaxImageBytes <= 0 || o.RetainBytes <= 0 || o.RetainAge <= 0 || o.ForgetActors <= 0 || o.CacheTimeout < 0 || o.MaxWatches <= 0 {
+		return cli.Exit("--max-image-bytes, --retain-bytes, --retain-age, --forget-actors-after and --max-watches must be positive", exitUsage)
 	}
 	var err error
 	if o.Backing, err = daemon.BackingDir(backing); err != nil {
@@ -116,6 +116,7 @@ func mountFlags(o *mountOptions) []cli.Flag {
 		&cli.BoolFlag{Name: "no-policy", Usage: "serve the bare provider: no read-before-write checks", Destination: &o.NoPolicy},
 		&cli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (non-root needs user_allow_other in /etc/fuse.conf)", Destination: &o.AllowOther},
 		&cli.DurationFlag{Name: "cache-timeout", Usage: "how long the kernel may cache entries and attributes", DefaultText: "30s while the backing tree can be watched, else 1s", Destination: &o.CacheTimeout},
+		&cli.IntFlag{Name: "max-watches", Usage: "most directories of the backing tree watched for outside changes (inotify, charged to the daemon's user); in the others, entries and attributes are cached for 1s", Value: daemon.DefaultMaxWatches, Destination: &o.MaxWatches},
 		&cli.BoolFlag{Name: "debug", Usage: "log every FUSE request", Destination: &o.Debug},
 		&cli.BoolFlag{Name: "no-passthrough", Usage: "send every read and write through the daemon; by default the kernel reads and writes the backing files itself where it can (Linux 6.9+, as root)", Destination: &o.NoPassthrough},
 		&cli.BoolFlag{Name: "baseline", Usage: "once mounted, index the whole workspace in the background and keep every file's bytes, as the first checkpoint does", Destination: &o.Baseline},
