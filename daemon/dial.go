@@ -15,8 +15,8 @@ type Daemon struct {
 	// Client talks to it, and only to it: every connection is checked
 	// as Dial's was.
 	Client *unixsocket.Client
-	// Status is what it reported when it was checked.
-	Status unixsocket.Status
+	// Serves is where it said it serves when it was checked (Client.Mount).
+	Serves unixsocket.Status
 }
 
 // dialTimeout bounds Dial's check: a daemon that accepts but does not
@@ -37,7 +37,7 @@ func Dial(ctx context.Context, e Entry) (Daemon, error) {
 	c := unixsocket.NewClientFor(e.Record.Socket, unixsocket.Peer{UID: e.UID, Pid: e.Record.Pid})
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	st, err := c.Status(ctx)
+	st, err := c.Mount(ctx)
 	switch {
 	case errors.Is(err, unixsocket.ErrWrongPeer):
 		return Daemon{}, notItsDaemon("the dshfs mount at %s names a daemon that is not its own (%v); dshfs status lists the mounts and their users", e.MountPoint, err)
@@ -47,7 +47,7 @@ func Dial(ctx context.Context, e Entry) (Daemon, error) {
 		c.CloseIdle()
 		return Daemon{}, notItsDaemon("the daemon the dshfs mount at %s names serves %s instead; dshfs status lists the mounts", e.MountPoint, st.MountPoint)
 	}
-	return Daemon{Entry: e, Client: c, Status: st}, nil
+	return Daemon{Entry: e, Client: c, Serves: st}, nil
 }
 
 func unreachable(format string, a ...any) error {

@@ -73,13 +73,21 @@ func statusOf(ctx context.Context, e daemon.Entry) statusEntry {
 	if e.Err != nil {
 		return out
 	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
 	d, err := daemon.Dial(ctx, e)
 	if err != nil {
 		out.Note = daemon.DialNote(err)
 		return out
 	}
-	d.Client.CloseIdle()
-	out.Status, out.Pid = d.Status, d.Record.Pid
+	defer d.Client.CloseIdle()
+	out.Pid = d.Record.Pid
+	st, err := d.Client.Status(ctx)
+	if err != nil {
+		out.Note = "daemon not answering: " + err.Error()
+		return out
+	}
+	out.Status = st
 	return out
 }
 
