@@ -173,13 +173,14 @@ func TestUnmountReportsTheDaemonsFailure(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(state, unmountErrorFile), []byte(msg+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	detached, err := Stop(fakeDaemon())
-	if err == nil || detached || !strings.Contains(err.Error(), "exited, but: "+msg) {
-		t.Fatalf("unmount: %v (detached %v), want the daemon's failure", err, detached)
+	e := fakeDaemon()
+	err := terminate(e.Record.Pid, e.Record.StateDir)
+	if err == nil || !strings.Contains(err.Error(), "exited, but: "+msg) {
+		t.Fatalf("unmount: %v, want the daemon's failure", err)
 	}
 	// A clean exit leaves no note, and unmount succeeds.
 	os.Remove(filepath.Join(state, unmountErrorFile))
-	if _, err := Stop(fakeDaemon()); err != nil {
-		t.Fatalf("clean unmount: %v", err)
+	if e := fakeDaemon(); terminate(e.Record.Pid, e.Record.StateDir) != nil {
+		t.Fatal("clean unmount failed")
 	}
 }

@@ -1,12 +1,14 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,6 +28,15 @@ import (
 // a mount whose daemon died answers ENOTCONN, and one the caller may not use
 // answers EACCES, as every other access to it would. Stop, from an entry,
 // has the daemon unmount and exit, or detaches a mount whose daemon died.
+//
+// Any user can mount a FUSE filesystem of type fuse.dshfs, with any source,
+// whose root answers any record. So a command considers only the mounts
+// the kernel says the caller made (root: its own, another user's only when
+// its mount point is named), takes the mount point and backing directory
+// from the mount table alone, and talks to the daemon a record names only
+// once Dial has checked it: the socket file and the process serving it are
+// the mount's user's, that process is the record's pid, and it says it
+// serves that mount point. Only such a process is ever signalled.
 
 // Record is what a running mount says about its daemon.
 type Record struct {
@@ -43,12 +54,6 @@ func record(cfg Config) []byte {
 	b, _ := json.Marshal(Record{MountPoint: cfg.MountPoint, Backing: cfg.Backing, Socket: socketPath(cfg.StateDir), StateDir: cfg.StateDir,
 		Pid: os.Getpid(), UID: os.Geteuid(), Version: cfg.Version})
 	return b
-}
-
-// Holds reports whether path is in the mount: its mount point or its
-// backing directory, or below either.
-func (r Record) Holds(path string) bool {
-	return within(r.MountPoint, path) || within(r.Backing, path)
 }
 
 // systemMount is a dshfs mount in the kernel's mount table. Unsure marks a
@@ -81,6 +86,7 @@ var (
 type lookupError struct {
 	msg  string
 	kind error
+	note string // what status says, if not the generic
 }
 
 func (e *lookupError) Error() string { return e.msg }
@@ -90,30 +96,67 @@ func noMount(format string, a ...any) error {
 	return &lookupError{msg: fmt.Sprintf(format, a...), kind: ErrNoMount}
 }
 
-// recordTimeout bounds the wait for a mount's record: a daemon that is alive
-// but stuck would hold the call forever.
-const recordTimeout = 2 * time.Second
+// recordTimeout bounds the wait for the mounts' records, all read at once:
+// a daemon that is alive but stuck would hold the call forever, and a
+// healthy one answers from memory.
+const recordTimeout = time.Second
 
-var errNotAnswering = errors.New("its daemon does not answer")
+var (
+	errNotAnswering = errors.New("its daemon does not answer")
+	// errOtherUser: the mount is another user's, and was not named; its
+	// record is not read.
+	errOtherUser = errors.New("another user's mount")
+)
 
 // socketPath is where the daemon of a state directory serves the tools.
 func socketPath(stateDir string) string { return filepath.Join(stateDir, "dshfs.sock") }
 
-// ListMounts lists every dshfs mount on the machine, each with its record.
-func ListMounts() []Entry {
-	var out []Entry
-	for _, m := range systemMounts() {
-		e := Entry{MountPoint: m.MountPoint, Backing: m.Backing, UID: m.UID}
-		e.Record, e.Err = readRecord(m.MountPoint)
-		if m.Unsure && e.Err != nil {
-			continue
+// ListMounts lists every dshfs mount on the machine, with the records of
+// the caller's own.
+func ListMounts() []Entry { return listMounts(systemMounts(), os.Geteuid(), "") }
+
+// MountAt is the dshfs mount at the mount point mnt (the last mounted
+// there, which hides the others), with its record if it is the caller's,
+// or if the caller is root, which names it.
+func MountAt(mnt string) (Entry, bool) {
+	return mountAt(listMounts(systemMounts(), os.Geteuid(), mnt), mnt)
+}
+
+// listMounts is the registry's view of ms for the user uid: the records of
+// uid's own mounts, and of the one at named if uid is root, all read at
+// once, so that mounts whose daemons are stuck cost one recordTimeout
+// between them.
+func listMounts(ms []systemMount, uid int, named string) []Entry {
+	all := make([]Entry, len(ms))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		all[i] = Entry{MountPoint: m.MountPoint, Backing: m.Backing, UID: m.UID, Err: errOtherUser}
+		if (m.UID == uid && uid >= 0) || (uid == 0 && m.MountPoint == named) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				all[i].Record, all[i].Err = readRecord(m.MountPoint)
+			}()
 		}
-		if e.Err == nil && e.Record.Backing != "" {
-			e.Backing = e.Record.Backing
+	}
+	wg.Wait()
+	out := all[:0]
+	for i, e := range all {
+		if !ms[i].Unsure || e.Err == nil {
+			out = append(out, e)
 		}
-		out = append(out, e)
 	}
 	return out
+}
+
+// mountAt is the entry of all at the mount point mnt, the last if several.
+func mountAt(all []Entry, mnt string) (Entry, bool) {
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].MountPoint == mnt {
+			return all[i], true
+		}
+	}
+	return Entry{}, false
 }
 
 // readRecord reads the daemon record the root of the mount at mnt answers.
@@ -161,12 +204,16 @@ func getxattr(path, name string) ([]byte, error) {
 	}
 }
 
-// Holding returns the mount whose mount point or backing directory holds
-// path (the deepest, if mounts nest).
+// Holding returns the caller's mount whose mount point or backing
+// directory holds path (the deepest, if mounts nest). Another user's mount
+// is never chosen by its source, which its maker picks.
 func Holding(all []Entry, path string) (Entry, bool) {
 	var best Entry
 	bestLen := -1
 	for _, e := range all {
+		if e.Err == errOtherUser {
+			continue
+		}
 		for _, root := range []string{e.MountPoint, e.Backing} {
 			if within(root, path) && len(root) > bestLen {
 				best, bestLen = e, len(root)
@@ -176,42 +223,94 @@ func Holding(all []Entry, path string) (Entry, bool) {
 	return best, bestLen >= 0
 }
 
+// othersHolding is another user's mount whose mount point holds path (the
+// deepest): the path is really in it, and the caller is told whose it is.
+func othersHolding(all []Entry, path string) (Entry, bool) {
+	var best Entry
+	found := false
+	for _, e := range all {
+		if e.Err == errOtherUser && within(e.MountPoint, path) && (!found || len(e.MountPoint) > len(best.MountPoint)) {
+			best, found = e, true
+		}
+	}
+	return best, found
+}
+
 // within reports whether path is root or below it.
 func within(root, path string) bool {
 	rel, err := filepath.Rel(root, path)
 	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
 
-// Locate finds the daemon a command means: of the mount holding path; with
-// no path, of the mount holding the working directory wd, or else of the
-// only dshfs mount on the machine. Its errors are ErrNoMount or
-// ErrUnreachable.
-func Locate(path, wd string) (Record, error) {
-	e, err := pick(ListMounts(), path, wd)
-	if err != nil {
-		return Record{}, err
-	}
-	return e.Record, e.Reachable()
+// Query is how a command names the mount it means.
+type Query struct {
+	// Mount is a mount point (root may name another user's), or a path in
+	// one of the caller's mounts (--mount).
+	Mount string
+	// Path is a path in the mount: its mount point or backing directory, or
+	// below either.
+	Path string
+	// WD is the working directory: its mount, else the caller's only one.
+	WD string
 }
 
-// pick is Locate's choice among all.
-func pick(all []Entry, path, wd string) (Entry, error) {
-	if path != "" {
-		if e, ok := Holding(all, path); ok {
+// Find finds the mount a command means: the one at or holding q.Mount;
+// else the one holding q.Path; else, with neither, the one holding q.WD or
+// the caller's only mount. Its errors are ErrNoMount; the entry's
+// Reachable says whether its daemon may be asked.
+func Find(q Query) (Entry, error) {
+	return pick(listMounts(systemMounts(), os.Geteuid(), q.Mount), q)
+}
+
+// Locate finds the daemon a command means (Find) and checks it (Dial). Its
+// errors are ErrNoMount or ErrUnreachable.
+func Locate(ctx context.Context, q Query) (Daemon, error) {
+	e, err := Find(q)
+	if err != nil {
+		return Daemon{}, err
+	}
+	return Dial(ctx, e)
+}
+
+// pick is Find's choice among all.
+func pick(all []Entry, q Query) (Entry, error) {
+	if q.Mount != "" {
+		if e, ok := mountAt(all, q.Mount); ok {
 			return e, nil
 		}
-		return Entry{}, noMount("no dshfs mount holds %s; dshfs status lists the running mounts", path)
+		q.Path = q.Mount
 	}
-	if e, ok := Holding(all, wd); ok {
+	if q.Path != "" {
+		if e, ok := Holding(all, q.Path); ok {
+			return e, nil
+		}
+		if e, ok := othersHolding(all, q.Path); ok {
+			return e, nil
+		}
+		return Entry{}, noMount("no dshfs mount holds %s; dshfs status lists the running mounts", q.Path)
+	}
+	if e, ok := Holding(all, q.WD); ok {
 		return e, nil
 	}
-	switch len(all) {
-	case 0:
-		return Entry{}, noMount("no dshfs mount is running; start one with: dshfs mount BACKING MOUNTPOINT")
-	case 1:
-		return all[0], nil
+	var own []Entry
+	for _, e := range all {
+		if e.Err != errOtherUser {
+			own = append(own, e)
+		}
 	}
-	return Entry{}, noMount("%s is in none of the %d running dshfs mounts; name one with --mount (dshfs status lists them)", wd, len(all))
+	switch len(own) {
+	case 0:
+		return Entry{}, noMount("no dshfs mount of yours is running; start one with: dshfs mount BACKING MOUNTPOINT")
+	case 1:
+		return own[0], nil
+	}
+	return Entry{}, noMount("%s is in none of your %d running dshfs mounts; name one with --mount (dshfs status lists them)", q.WD, len(own))
+}
+
+// Holds reports whether path is in the mount: its mount point or its
+// backing directory (as the mount table has them), or below either.
+func (e Entry) Holds(path string) bool {
+	return within(e.MountPoint, path) || within(e.Backing, path)
 }
 
 // Reachable says, as an ErrUnreachable, why e's daemon cannot be reached.
@@ -226,6 +325,10 @@ func unreachableReason(e Entry) string {
 	switch {
 	case errors.Is(e.Err, syscall.ENOTCONN):
 		return fmt.Sprintf("the dshfs mount at %s has lost its daemon; dshfs mount %s %s starts it again", e.MountPoint, e.Backing, e.MountPoint)
+	case errors.Is(e.Err, errOtherUser) && os.Geteuid() == 0:
+		return fmt.Sprintf("the dshfs mount at %s belongs to uid %d; to use it as root, name its mount point: --mount %s", e.MountPoint, e.UID, e.MountPoint)
+	case errors.Is(e.Err, errOtherUser):
+		return fmt.Sprintf("the dshfs mount at %s belongs to uid %d; run the command as uid %d", e.MountPoint, e.UID, e.UID)
 	case errors.Is(e.Err, syscall.EACCES), errors.Is(e.Err, syscall.EPERM):
 		return fmt.Sprintf("the dshfs mount at %s belongs to uid %d and is not open to this user; run the command as uid %d", e.MountPoint, e.UID, e.UID)
 	case errors.Is(e.Err, unix.ENODATA), errors.Is(e.Err, unix.ENOTSUP):
@@ -246,57 +349,8 @@ func (e Entry) Note() string {
 		return "not open to this user"
 	case errors.Is(e.Err, errNotAnswering):
 		return "daemon not answering"
+	case errors.Is(e.Err, errOtherUser):
+		return "another user's mount"
 	}
 	return strings.TrimPrefix(e.Err.Error(), "its ")
-}
-
-// stopTimeout is how long Stop waits for a daemon to unmount and exit.
-const stopTimeout = 30 * time.Second
-
-// Stop asks e's daemon to unmount (SIGTERM) and waits for it to exit;
-// detached reports that the daemon was gone and the mount was detached
-// instead. A daemon that cannot be reached is an ErrUnreachable.
-func Stop(e Entry) (detached bool, err error) {
-	if errors.Is(e.Err, syscall.ENOTCONN) {
-		if err := detachMount(e.MountPoint); err != nil {
-			return false, fmt.Errorf("%s has lost its daemon and could not be detached: %v", e.MountPoint, err)
-		}
-		return true, nil
-	}
-	if err := e.Reachable(); err != nil {
-		return false, err
-	}
-	pid := e.Record.Pid
-	p, err := os.FindProcess(pid)
-	if err == nil {
-		err = p.Signal(syscall.SIGTERM)
-	}
-	if err != nil {
-		return false, fmt.Errorf("signal the daemon (pid %d): %v", pid, err)
-	}
-	return false, awaitExit(pid, e.Record.StateDir)
-}
-
-// awaitExit waits for the daemon pid to exit, and says why its unmount
-// failed if it left a note in its state directory.
-func awaitExit(pid int, stateDir string) error {
-	for deadline := time.Now().Add(stopTimeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if processAlive(pid) {
-			continue
-		}
-		if b, err := os.ReadFile(filepath.Join(stateDir, unmountErrorFile)); err == nil {
-			return fmt.Errorf("the daemon (pid %d) exited, but: %s", pid, strings.TrimSpace(string(b)))
-		}
-		return nil
-	}
-	return fmt.Errorf("the daemon (pid %d) did not exit within 30 s", pid)
-}
-
-// processAlive reports whether pid is a running process.
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || err == syscall.EPERM
 }

@@ -51,6 +51,7 @@ func (m *mount) server(svc *toolapi.Service, pol *policy.Policy) *unixsocket.Ser
 		Tools:           svc,
 		Logger:          m.log,
 		Status:          m.status(pol),
+		Mount:           unixsocket.Status{MountPoint: m.cfg.MountPoint, Backing: m.cfg.Backing, Socket: m.socket, StateDir: m.cfg.StateDir},
 		Store:           m.store,
 		MCP:             mcpSessions(svc, m.cfg.Version),
 		RegisterProcess: registerWith(m.fsys.Actors()),

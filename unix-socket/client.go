@@ -70,6 +70,15 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	return out, c.do(ctx, http.MethodGet, "/v1/status", nil, &out)
 }
 
+// Mount reports where the daemon serves (the mount point, backing
+// directory, socket and state directory of Status), without the counts
+// that take it a read of the whole index. A daemon from before the
+// fields parameter answers its whole status.
+func (c *Client) Mount(ctx context.Context) (Status, error) {
+	var out Status
+	return out, c.do(ctx, http.MethodGet, "/v1/status?fields=mount", nil, &out)
+}
+
 // History returns the versions of path (as a tool would take it), newest first.
 func (c *Client) History(ctx context.Context, cwd, path string) ([]HistoryEntry, error) {
 	var out []HistoryEntry

@@ -57,6 +57,7 @@ type request struct {
 // connPool keeps idle connections, and bounds the requests in flight.
 type connPool struct {
 	socket    string
+	peer      *Peer // nil: whoever listens at socket
 	mu        sync.Mutex
 	idle      []*callConn
 	slotsOnce sync.Once
@@ -89,7 +90,7 @@ func (p *connPool) get(ctx context.Context) (cc *callConn, pooled bool, err erro
 		cc.c.Close()
 	}
 	p.mu.Unlock()
-	c, err := dial(ctx, p.socket)
+	c, err := dialPeer(ctx, p.socket, p.peer)
 	if err != nil {
 		return nil, false, err
 	}

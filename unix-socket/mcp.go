@@ -230,8 +230,7 @@ func (m *MCPControl) Close() error { return m.conn.Close() }
 // serves the session on them. ErrNoMCP means the daemon does not take
 // sessions (an older daemon): serve it in this process instead.
 func (c *Client) OpenMCP(ctx context.Context, req MCPRequest, in, out *os.File) (*MCPControl, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.Socket)
+	conn, err := dialPeer(ctx, c.Socket, c.calls.peer)
 	if err != nil {
 		return nil, fmt.Errorf("reach the dshfs daemon at %s: %w", c.Socket, err)
 	}

@@ -183,6 +183,7 @@ func (c *conformance) tools() {
 	json.Unmarshal(c.get("/v1/tools", 200), &defs)
 	c.toolNamesMatch(defs)
 	c.get("/v1/status", 200)                                               // actors named
+	c.get("/v1/status?fields=mount", 200)                                  // where it serves, no counts
 	c.do(c.bare, exchange{method: "GET", target: "/v1/status", code: 200}) // none: recent is null
 }
 

@@ -1,15 +1,15 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package unixsocket
 
-import "net"
+import (
+	"errors"
+	"net"
+)
 
-// sameUser relies on the socket's 0600 mode and 0700 directory where the
-// peer's credentials are not checked.
-func sameUser(c *net.UnixConn) bool { return true }
-
-// peerPid is 0: the platform does not say who the peer is.
-func peerPid(c *net.UnixConn) int { return 0 }
-
-// peerUID is unknown: the platform does not say who the peer is.
-func peerUID(c *net.UnixConn) (uint32, bool) { return 0, false }
+// peerCred fails: the platform does not say who the peer is. The server
+// then relies on the socket's 0600 mode and 0700 directory (sameUser), and
+// a client that must check its peer (NewClientFor) cannot connect.
+func peerCred(c *net.UnixConn) (uid, pid int, err error) {
+	return 0, 0, errors.ErrUnsupported
+}

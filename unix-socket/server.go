@@ -32,6 +32,11 @@ type Config struct {
 	Tools *toolapi.Service
 	// Status fills in what the server does not know itself.
 	Status func() Status
+	// Mount is where the daemon serves: mount point, backing directory,
+	// socket and state directory. GET /v1/status?fields=mount answers it
+	// alone, without Status, which reads the whole index: a client checks
+	// it before every command (the daemon package's Dial).
+	Mount Status
 	// Store serves checkpoints, rewind and collection (nil: those routes
 	// answer 404).
 	Store *versionstore.Store
@@ -301,8 +306,8 @@ func errorJSON(msg string) []byte {
 var answerPool = sync.Pool{New: func() any { return new([]byte) }}
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	var st Status
-	if s.cfg.Status != nil {
+	st := s.cfg.Mount
+	if r.URL.Query().Get("fields") != "mount" && s.cfg.Status != nil {
 		st = s.cfg.Status()
 	}
 	st.UptimeSeconds = time.Since(s.start).Seconds()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -21,17 +22,23 @@ import (
 
 var mountFlag = &cli.StringFlag{Name: "mount", Usage: "the mount point", DefaultText: "the mount holding the path or the current directory, else the only one"}
 
-// clientFor finds the daemon of the mount holding path, of --mount, or (with
-// neither) of the mount holding the working directory or the only one.
+// clientFor finds the daemon of --mount, or of the mount holding path, or
+// (with neither) of the mount holding the working directory or the
+// caller's only one; its client talks only to that daemon.
 func clientFor(c *cli.Context, path string) (*unixsocket.Client, error) {
-	if m := c.String("mount"); m != "" {
-		path = absDir(m)
-	}
-	rec, err := locate(path)
+	d, err := locate(c.Context, daemon.Query{Mount: mountArg(c.String("mount")), Path: path})
 	if err != nil {
 		return nil, err
 	}
-	return unixsocket.NewClient(rec.Socket), nil
+	return d.Client, nil
+}
+
+// mountArg is the real path of --mount's argument ("" if none).
+func mountArg(m string) string {
+	if m == "" {
+		return ""
+	}
+	return absDir(m)
 }
 
 // fileClient checks the versions given for the file at path, then finds
@@ -46,11 +53,12 @@ func fileClient(c *cli.Context, path string, versions ...string) (*unixsocket.Cl
 	return client, path, err
 }
 
-// locate finds the daemon a command means (daemon.Locate) from the working
-// directory.
-func locate(path string) (daemon.Record, error) {
-	rec, err := daemon.Locate(path, workingDir())
-	return rec, lookupExit(err)
+// locate finds and checks the daemon a command means (daemon.Locate), from
+// the working directory.
+func locate(ctx context.Context, q daemon.Query) (daemon.Daemon, error) {
+	q.WD = workingDir()
+	d, err := daemon.Locate(ctx, q)
+	return d, lookupExit(err)
 }
 
 // lookupExit gives a registry error its exit status: not found (4), not
@@ -80,6 +88,8 @@ func daemonError(err error) error {
 		return cli.Exit(apiErr.Message, exitToolError)
 	case errors.As(err, &apiErr):
 		return cli.Exit(apiErr.Message, exitFailure)
+	case errors.Is(err, unixsocket.ErrWrongPeer):
+		return cli.Exit(err.Error()+"; dshfs status lists the mounts and their users", exitUnreachable)
 	case errors.As(err, &opErr) && opErr.Op == "dial":
 		return cli.Exit(err.Error()+"; dshfs status shows whether the mount's daemon runs", exitUnreachable)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dshfs/dshfs/daemon"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/urfave/cli/v2"
 )
@@ -74,14 +75,14 @@ func runCall(ctx context.Context, o callOptions, tool string, args []byte) error
 		FilePath string `json:"file_path"`
 	}
 	json.Unmarshal(args, &target)
-	socket, cwd, err := toolTarget(o.Socket, o.Mount, target.FilePath)
+	client, cwd, err := toolTarget(ctx, o.Socket, o.Mount, target.FilePath)
 	if err != nil {
 		return err
 	}
 	if o.Cwd == "" {
 		o.Cwd = cwd
 	}
-	res, err := unixsocket.NewClient(socket).Call(ctx, tool, unixsocket.ToolRequest{Actor: o.Actor, Cwd: o.Cwd, Arguments: json.RawMessage(args)})
+	res, err := client.Call(ctx, tool, unixsocket.ToolRequest{Actor: o.Actor, Cwd: o.Cwd, Arguments: json.RawMessage(args)})
 	var apiErr *unixsocket.APIError
 	if errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound {
 		return cli.Exit(apiErr.Message+"; dshfs tools lists the tools", exitUsage)
@@ -92,29 +93,30 @@ func runCall(ctx context.Context, o callOptions, tool string, args []byte) error
 	return printResult(res.Text, res.IsError, res, o.JSON)
 }
 
-// toolTarget is the socket a tool call goes to and the cwd it carries:
-// --socket as given; else the daemon of the mount of --mount, of an
-// absolute file_path, of the working directory, or the only one. The
-// working directory is the call's cwd when it is inside that mount (its
-// mount point or backing directory) and no --mount names it.
-func toolTarget(socket, mount, filePath string) (string, string, error) {
+// toolTarget is the client a tool call goes to and the cwd it carries:
+// --socket as given (whoever serves it); else the checked daemon of the
+// mount of --mount, of an absolute file_path, of the working directory, or
+// the caller's only one. The working directory is the call's cwd when it is
+// inside that mount (its mount point or backing directory) and no --mount
+// names it.
+func toolTarget(ctx context.Context, socket, mount, filePath string) (*unixsocket.Client, string, error) {
 	if socket != "" {
-		return socket, "", nil
+		return unixsocket.NewClient(socket), "", nil
 	}
-	where := ""
+	var q daemon.Query
 	switch {
 	case mount != "":
-		where = absDir(mount)
+		q.Mount = absDir(mount)
 	case filepath.IsAbs(filePath):
-		where = absPath(filePath)
+		q.Path = absPath(filePath)
 	}
-	rec, err := locate(where)
+	d, err := locate(ctx, q)
 	if err != nil {
-		return "", "", err
+		return nil, "", err
 	}
 	cwd := ""
-	if wd := workingDir(); mount == "" && rec.Holds(wd) {
+	if wd := workingDir(); mount == "" && d.Holds(wd) {
 		cwd = wd
 	}
-	return rec.Socket, cwd, nil
+	return d.Client, cwd, nil
 }

@@ -56,12 +56,11 @@ func runMCP(ctx context.Context, o mcpOptions) error {
 	if err := toolapi.CheckActor(o.Actor); err != nil {
 		return cli.Exit("--actor: "+err.Error(), exitUsage)
 	}
-	socket, cwd, err := toolTarget(o.Socket, o.Mount, "")
+	client, cwd, err := toolTarget(ctx, o.Socket, o.Mount, "")
 	if err != nil {
 		return err
 	}
 	actor := sessionActor(o.Actor)
-	client := unixsocket.NewClient(socket)
 	defs, err := client.Tools(ctx)
 	if err != nil {
 		return daemonError(err)

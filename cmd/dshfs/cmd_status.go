@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -20,8 +21,9 @@ func statusCommand() *cli.Command {
 		Name:      "status",
 		Usage:     "show the running mounts (every dshfs on the machine, or the one holding PATH)",
 		ArgsUsage: "[PATH]",
-		Description: "Each mount is found from the kernel's mount table and the mount itself, whoever runs it: its\n" +
-			"daemon's pid and socket, and what the daemon reports, when this user may use the mount. With\n" +
+		Description: "Every dshfs mount of the kernel's mount table is listed, whoever made it. Only this user's\n" +
+			"own are asked (root: its own, and another user's when PATH is its mount point): their daemon's\n" +
+			"pid and socket, and what the daemon reports, once it is checked to be the mount's own. With\n" +
 			"PATH, exit status 4 if no mount holds it and 5 if its daemon cannot be reached.",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts: a list of mounts with pid and socket", Destination: &asJSON}},
 		Action: func(c *cli.Context) error {
@@ -45,16 +47,19 @@ type statusEntry struct {
 func runStatus(ctx context.Context, path string, asJSON bool) error {
 	all := daemon.ListMounts()
 	if path != "" {
-		e, ok := daemon.Holding(all, absDir(path))
-		if !ok {
+		e, err := daemon.Find(daemon.Query{Mount: absDir(path)})
+		if err != nil {
 			return cli.Exit(fmt.Sprintf("no dshfs mount holds %s", quote.Name(path)), exitNotFound)
 		}
 		all = []daemon.Entry{e}
 	}
-	entries := make([]statusEntry, 0, len(all))
-	for _, e := range all {
-		entries = append(entries, statusOf(ctx, e))
+	entries := make([]statusEntry, len(all))
+	var wg sync.WaitGroup
+	for i, e := range all {
+		wg.Add(1)
+		go func() { defer wg.Done(); entries[i] = statusOf(ctx, e) }()
 	}
+	wg.Wait()
 	err := printEntries(entries, asJSON)
 	if err == nil && path != "" && entries[0].Note != "" {
 		return cli.Exit("", exitUnreachable)
@@ -62,16 +67,23 @@ func runStatus(ctx context.Context, path string, asJSON bool) error {
 	return err
 }
 
-// statusOf asks e's daemon for its status, if this user can reach it.
+// statusOf asks e's daemon for its status, if this user may ask it and it
+// proves to be e's (daemon.Dial).
 func statusOf(ctx context.Context, e daemon.Entry) statusEntry {
 	out := statusEntry{Status: unixsocket.Status{MountPoint: e.MountPoint, Backing: e.Backing}, UID: e.UID, Note: e.Note()}
 	if e.Err != nil {
 		return out
 	}
-	out.Pid, out.Socket, out.StateDir = e.Record.Pid, e.Record.Socket, e.Record.StateDir
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	st, err := unixsocket.NewClient(e.Record.Socket).Status(ctx)
+	d, err := daemon.Dial(ctx, e)
+	if err != nil {
+		out.Note = daemon.DialNote(err)
+		return out
+	}
+	defer d.Client.CloseIdle()
+	out.Pid = d.Record.Pid
+	st, err := d.Client.Status(ctx)
 	if err != nil {
 		out.Note = "daemon not answering: " + err.Error()
 		return out

@@ -1,0 +1,67 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// stopTimeout is how long Stop waits for a daemon to unmount and exit.
+const stopTimeout = 30 * time.Second
+
+// Stop asks e's daemon to unmount (SIGTERM) and waits for it to exit;
+// detached reports that the daemon was gone and the mount was detached
+// instead. Only a daemon Dial has checked is signalled; one that cannot be
+// reached or checked is an ErrUnreachable.
+func Stop(ctx context.Context, e Entry) (detached bool, err error) {
+	if errors.Is(e.Err, syscall.ENOTCONN) {
+		if err := detachMount(e.MountPoint); err != nil {
+			return false, fmt.Errorf("%s has lost its daemon and could not be detached: %v", e.MountPoint, err)
+		}
+		return true, nil
+	}
+	d, err := Dial(ctx, e)
+	if err != nil {
+		return false, err
+	}
+	d.Client.CloseIdle()
+	return false, terminate(d.Record.Pid, d.Record.StateDir)
+}
+
+// terminate sends SIGTERM to the daemon pid, checked by Dial, and waits for
+// it to exit (awaitExit).
+func terminate(pid int, stateDir string) error {
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("signal the daemon (pid %d): %v", pid, err)
+	}
+	return awaitExit(pid, stateDir)
+}
+
+// awaitExit waits for the daemon pid to exit, and says why its unmount
+// failed if it left a note in its state directory.
+func awaitExit(pid int, stateDir string) error {
+	for deadline := time.Now().Add(stopTimeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if processAlive(pid) {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(stateDir, unmountErrorFile)); err == nil {
+			return fmt.Errorf("the daemon (pid %d) exited, but: %s", pid, strings.TrimSpace(string(b)))
+		}
+		return nil
+	}
+	return fmt.Errorf("the daemon (pid %d) did not exit within 30 s", pid)
+}
+
+// processAlive reports whether pid is a running process.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || err == syscall.EPERM
+}
