@@ -49,6 +49,8 @@ const (
 	ReasonExists              // FS_NOT_OBSERVED: a create-only write met a file
 	ReasonAborted             // FS_ABORTED: the context was cancelled
 	ReasonWouldLose           // no code: Err is ErrWouldLose
+	ReasonOwnerChanged        // no code: another user owns the file than the bytes put back
+	ReasonIndex               // FS_IO_ERROR: the index could not record a change; Err is the cause
 )
 
 var reasons = [...]struct {
@@ -70,6 +72,8 @@ var reasons = [...]struct {
 	ReasonExists:       {CodeNotObserved, "exists"},
 	ReasonAborted:      {CodeAborted, "cancelled"},
 	ReasonWouldLose:    {"", "unkept bytes"},
+	ReasonOwnerChanged: {"", "owner changed"},
+	ReasonIndex:        {CodeIOError, "index not written"},
 }
 
 // Code is the reference code a failure of this reason carries.
