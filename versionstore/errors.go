@@ -138,3 +138,11 @@ func osError(op, display string, err error) error {
 	fe.Err = err
 	return fe
 }
+
+// indexError is the error of op on display when the index could not record
+// a change (a full or failing disk under the state directory).
+func indexError(op, display string, err error) *Error {
+	fe := fail(ReasonIndex, op, display)
+	fe.Err = err
+	return fe
+}

@@ -88,7 +88,7 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 	}
 	data := []byte(content)
 	at := s.now() // before the publish: the racy rule compares against it
-	fi, err := s.publish(ctx, t, "write", data, perm, &cur, intent.Kind == IntentCreateIfAbsent)
+	fi, err := s.publish(ctx, t, "write", data, perm, nil, &cur, intent.Kind == IntentCreateIfAbsent)
 	if err != nil {
 		s.recordSeen(t.Key, cur)
 		return res, err
@@ -168,7 +168,7 @@ func (s *Store) updateLocked(ctx context.Context, t Target, cur snapshot, expect
 		return res, err
 	}
 	at := s.now()
-	fi, err := s.publish(ctx, t, "", data, cur.fi.Mode().Perm(), &cur, false)
+	fi, err := s.publish(ctx, t, "", data, cur.fi.Mode().Perm(), nil, &cur, false)
 	if err != nil {
 		return res, err
 	}
@@ -231,13 +231,13 @@ func (s *Store) snapshotRecord(key string, snap snapshot) (change, bool) {
 }
 
 // publish makes data the content of t atomically: a temp file in the same
-// directory is written, given perm (and prior's owner, when the store may),
-// fsynced, then renamed over the target, or hard-linked for a create that
+// directory is written, given perm and owner (nil: prior's owner, when the
+// store may), fsynced, then renamed over the target, or hard-linked for a create that
 // must not replace anything. Missing parents are created. A symlink is never
 // replaced: resolution already points t at the link's target, and a dangling
 // link is not a regular file. On failure nothing is left behind and the
 // target is untouched. It returns the stat of the published file.
-func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte, perm fs.FileMode, prior *snapshot, create bool) (fs.FileInfo, error) {
+func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte, perm fs.FileMode, owner *Owner, prior *snapshot, create bool) (fs.FileInfo, error) {
 	if ctx.Err() != nil {
 		return nil, fail(ReasonAborted, verb, "")
 	}
@@ -245,7 +245,7 @@ func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte,
 	if err := s.mkdirParents(dir); err != nil {
 		return nil, osError(verb, t.Display, err)
 	}
-	tmp, err := s.writeTemp(dir, base, data, perm, prior.fi)
+	tmp, err := s.writeTemp(dir, base, data, perm, owner, prior.fi)
 	if err != nil {
 		return nil, osError(verb, t.Display, err)
 	}
@@ -312,7 +312,7 @@ func (s *Store) mkdirParents(dir string) error {
 }
 
 // writeTemp writes data to a new temp file in dir and returns its name.
-func (s *Store) writeTemp(dir, base string, data []byte, perm fs.FileMode, prior fs.FileInfo) (string, error) {
+func (s *Store) writeTemp(dir, base string, data []byte, perm fs.FileMode, owner *Owner, prior fs.FileInfo) (string, error) {
 	tmp := dir + tempName(base)
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
@@ -322,7 +322,9 @@ func (s *Store) writeTemp(dir, base string, data []byte, perm fs.FileMode, prior
 	if err == nil {
 		err = f.Chmod(perm) // exact bits, whatever the process umask
 	}
-	if err == nil && prior != nil {
+	if err == nil && owner != nil {
+		err = giveOwner(f, owner)
+	} else if err == nil && prior != nil {
 		chownLike(f, prior)
 	}
 	if err == nil {
