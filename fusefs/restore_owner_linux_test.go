@@ -11,14 +11,14 @@ import (
 )
 
 // Putting root's bytes back never hands them to another user. Root's 0600
-// token sits in a directory nobody may write into (no sticky bit); after a
-// checkpoint, nobody replaces it through the shared mount with a 0644 file
-// of its own. Root's rewind, or restore of the token's version, must then
+// token sits in a directory open to every user's writes (no sticky bit);
+// after a checkpoint, the user nobody replaces it through the shared mount
+// with a 0644 file of its own. Root's rewind, or restore of the token's version, must then
 // either leave nobody's file alone (a conflict) or make the token root's
 // 0600 file again: never write the token's bytes into nobody's file, where
-// nobody reads them.
+// nobody reads them. A token nobody only removed comes back root's 0600.
 func TestPutBackKeepsTheBytesOwner(t *testing.T) {
-	for _, op := range []string{"rewind", "restore"} {
+	for _, op := range []string{"rewind", "restore", "recreate"} {
 		t.Run(op, func(t *testing.T) {
 			m := mountShared(t)
 			shared := filepath.Join(m.backing, "shared")
@@ -36,7 +36,7 @@ func TestPutBackKeepsTheBytesOwner(t *testing.T) {
 			p := filepath.Join(m.mnt, "shared", "token")
 			var err error
 			asNobody(t, func() {
-				if err = os.Remove(p); err == nil {
+				if err = os.Remove(p); err == nil && op != "recreate" {
 					err = os.WriteFile(p, []byte("nobody's\n"), 0o644)
 				}
 			})
@@ -49,7 +49,7 @@ func TestPutBackKeepsTheBytesOwner(t *testing.T) {
 
 			w := versionstore.Writer{Kind: versionstore.WriterRestore, Actor: "root"}
 			switch op {
-			case "rewind":
+			case "rewind", "recreate":
 				res, err := m.store.Rewind(ctx, "cp", versionstore.RewindOptions{Writer: w})
 				t.Logf("rewind: %+v, %v", res, err)
 			case "restore":
@@ -76,6 +76,9 @@ func TestPutBackKeepsTheBytesOwner(t *testing.T) {
 			}
 			if string(b) == secret && (st.Uid != 0 || st.Mode&0o7777 != 0o600) {
 				t.Fatalf("after root's %s the token's bytes are in a file of uid %d, mode %o", op, st.Uid, st.Mode&0o7777)
+			}
+			if op == "recreate" && string(b) != secret {
+				t.Fatalf("root's rewind did not bring the removed token back: %q", b)
 			}
 		})
 	}

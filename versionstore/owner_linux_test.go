@@ -54,6 +54,11 @@ func TestRewindGivesBackOwnerAndMode(t *testing.T) {
 	if _, err := ts.Checkpoint(context.Background(), "cp", nil); err != nil {
 		t.Fatal(err)
 	}
+	h, err := ts.History("theirs.txt")
+	must(t, err)
+	if len(h) != 1 || h[0].Owner == nil || *h[0].Owner != (Owner{Uid: 65534, Gid: 65534, Perm: 0o640}) {
+		t.Fatalf("history of theirs.txt %+v: want its owner 65534:65534 0640 recorded", h)
+	}
 	must(t, os.Remove(ts.path("theirs.txt")))
 	ts.putAs("secret.txt", "public\n", 0, 0, 0o644)
 
@@ -62,6 +67,24 @@ func TestRewindGivesBackOwnerAndMode(t *testing.T) {
 	}
 	ts.wantOwner("theirs.txt", "theirs\n", 65534, 65534, 0o640)
 	ts.wantOwner("secret.txt", "secret\n", 0, 0, 0o600)
+}
+
+// A chmod keeps a file's version, and its history says the bits it has
+// now: restoring the version after the file is gone gives it those, not the
+// ones it was first seen with.
+func TestRestoreGivesTheVersionsLatestMode(t *testing.T) {
+	requireRoot(t)
+	ts := openTestStore(t)
+	ts.putAs("token", "secret\n", 0, 0, 0o644)
+	v := ts.version("token")
+	must(t, os.Chmod(ts.path("token"), 0o600))
+	if ts.version("token") != v {
+		t.Fatal("a chmod changed the version")
+	}
+	must(t, os.Remove(ts.path("token")))
+	_, err := ts.Restore(context.Background(), ts.target("token"), v, ToolWriter("me"))
+	must(t, err)
+	ts.wantOwner("token", "secret\n", 0, 0, 0o600)
 }
 
 // A file now owned by another user than the one whose bytes a rewind or

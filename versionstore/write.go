@@ -232,8 +232,8 @@ func (s *Store) snapshotRecord(key string, snap snapshot) (change, bool) {
 
 // publish makes data the content of t atomically: a temp file in the same
 // directory is written, given perm and owner (nil: prior's owner, when the
-// store may), fsynced, then renamed over the target, or hard-linked for a create that
-// must not replace anything. Missing parents are created. A symlink is never
+// store may), fsynced, then renamed over the target, or hard-linked for a
+// create that must not replace anything. Missing parents are created. A symlink is never
 // replaced: resolution already points t at the link's target, and a dangling
 // link is not a regular file. On failure nothing is left behind and the
 // target is untouched. It returns the stat of the published file.
