@@ -82,6 +82,12 @@ func storeMessage(op string, e *versionstore.Error) string {
 		return cannot + what + " the " + strconv.FormatInt(e.Limit, 10) + "-byte limit"
 	case versionstore.ReasonWouldLose:
 		return cannot + versionstore.ErrWouldLose.Error()
+	case versionstore.ReasonIndex:
+		what := op + " failed: "
+		if e.Path != "" {
+			what = cannot
+		}
+		return what + "the index could not record the change (" + osReason(e.Err) + "); make room where dshfs keeps its state, then retry"
 	}
 	return cannot + storeReasons[e.Reason]
 }
@@ -97,6 +103,7 @@ var storeReasons = map[versionstore.Reason]string{
 	versionstore.ReasonChanged:      "file changed since it was read",
 	versionstore.ReasonGone:         "file no longer exists",
 	versionstore.ReasonMountWriting: "it is being written through the mount",
+	versionstore.ReasonOwnerChanged: "another user owns it now than when it had these bytes, and putting them back would hand them over",
 	versionstore.ReasonNone:         "failed",
 }
 

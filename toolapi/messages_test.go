@@ -2,6 +2,7 @@ package toolapi
 
 import (
 	"errors"
+	"io/fs"
 	"syscall"
 	"testing"
 
@@ -38,14 +39,36 @@ func TestWordRewind(t *testing.T) {
 		{Path: "b", Op: "restore", Err: versionstore.ErrBeingWritten},
 		{Path: "c", Op: "restore", Err: &versionstore.Error{Reason: versionstore.ReasonWouldLose, Op: "restore", Path: "c", Err: versionstore.ErrWouldLose}},
 		{Path: "d", Op: "restore", Err: &versionstore.Error{Code: versionstore.CodeStaleVersion, Reason: versionstore.ReasonChanged, Op: "restore", Path: "d"}},
+		{Path: "e", Op: "restore", Err: &versionstore.Error{Reason: versionstore.ReasonOwnerChanged, Op: "restore", Path: "e"}},
 	}}
 	WordRewind(&res)
 	want := []string{"", "being written through the mount",
 		`cannot restore "c": ` + versionstore.ErrWouldLose.Error(),
-		`cannot restore "d": file changed since it was read`}
+		`cannot restore "d": file changed since it was read`,
+		`cannot restore "e": another user owns it now than when it had these bytes, and putting them back would hand them over`}
 	for i, a := range res.Actions {
 		if a.Error != want[i] {
 			t.Errorf("%s: %q, want %q", a.Path, a.Error, want[i])
+		}
+	}
+}
+
+// The index failing to record a walk's findings or a rewind's change (a
+// full disk under the state directory) reads as one sentence with a hint.
+func TestDescribeIndexFailure(t *testing.T) {
+	cause := &fs.PathError{Op: "write", Path: "/state/index.db", Err: syscall.ENOSPC}
+	for _, c := range []struct {
+		verb string
+		err  *versionstore.Error
+		want string
+	}{
+		{"checkpoint", &versionstore.Error{Code: versionstore.CodeIOError, Reason: versionstore.ReasonIndex, Op: "checkpoint", Err: cause},
+			"checkpoint failed: the index could not record the change (no space left on device); make room where dshfs keeps its state, then retry"},
+		{"rewind", &versionstore.Error{Code: versionstore.CodeIOError, Reason: versionstore.ReasonIndex, Op: "rewind", Path: "f.txt", Err: cause},
+			`cannot rewind "f.txt": the index could not record the change (no space left on device); make room where dshfs keeps its state, then retry`},
+	} {
+		if got := Describe(c.verb, c.err).Error(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.verb, got, c.want)
 		}
 	}
 }

@@ -49,6 +49,8 @@ const (
 	ReasonExists              // FS_NOT_OBSERVED: a create-only write met a file
 	ReasonAborted             // FS_ABORTED: the context was cancelled
 	ReasonWouldLose           // no code: Err is ErrWouldLose
+	ReasonOwnerChanged        // no code: another user owns the file than the bytes put back
+	ReasonIndex               // FS_IO_ERROR: the index could not record a change; Err is the cause
 )
 
 var reasons = [...]struct {
@@ -70,6 +72,8 @@ var reasons = [...]struct {
 	ReasonExists:       {CodeNotObserved, "exists"},
 	ReasonAborted:      {CodeAborted, "cancelled"},
 	ReasonWouldLose:    {"", "unkept bytes"},
+	ReasonOwnerChanged: {"", "owner changed"},
+	ReasonIndex:        {CodeIOError, "index not written"},
 }
 
 // Code is the reference code a failure of this reason carries.
@@ -131,6 +135,14 @@ func osError(op, display string, err error) error {
 		r = ReasonPermission
 	}
 	fe := fail(r, op, display)
+	fe.Err = err
+	return fe
+}
+
+// indexError is the error of op on display when the index could not record
+// a change (a full or failing disk under the state directory).
+func indexError(op, display string, err error) *Error {
+	fe := fail(ReasonIndex, op, display)
 	fe.Err = err
 	return fe
 }

@@ -18,6 +18,11 @@ import (
 //	history  <rel path> 0x00 <seq uint64 BE> → HistoryEntry (JSON)
 //	objects, journal, checkpoints: see objects.go and journal.go
 //
+// Owners (Owner) are in the history entries, the journal's (PrevOwner) and,
+// through the fingerprint, the records. Entries written before dshfs kept
+// them have none (nil, or a fingerprint without Owned): the owner is then
+// unknown.
+//
 // Other packages may keep their own buckets in the same file (the policy keeps
 // observations there) but never touch these.
 var (
@@ -70,6 +75,15 @@ func ToolWriter(actor string) Writer { return Writer{Kind: WriterTool, Actor: ac
 // External is the writer of changes made behind the store's back.
 var External = Writer{Kind: WriterExternal}
 
+// Owner is who owned a file while it had a version, and its permission
+// bits: a restore or rewind gives the bytes back to them, never to whoever
+// owns the path now.
+type Owner struct {
+	Uid  uint32      `json:"uid"`
+	Gid  uint32      `json:"gid"`
+	Perm fs.FileMode `json:"perm"`
+}
+
 // HistoryEntry is one version of a path. A zero Version records a deletion.
 type HistoryEntry struct {
 	Version Version   `json:"version"`
@@ -77,6 +91,10 @@ type HistoryEntry struct {
 	Time    time.Time `json:"time"`
 	Writer  Writer    `json:"writer"`
 	Deleted bool      `json:"deleted,omitempty"`
+	// Owner is the file's owner and permission bits with this version, the
+	// latest seen while it had it; nil: unknown (an entry of an earlier
+	// dshfs, or a deletion).
+	Owner *Owner `json:"owner,omitempty"`
 	// Kept says the version's bytes are in the object store, and NotKept
 	// why not (both set when history is read, never stored).
 	Kept    bool   `json:"kept,omitempty"`
@@ -141,6 +159,34 @@ func appendHistory(tx *bolt.Tx, key string, r *record, e HistoryEntry, limit int
 		r.HistFirst++
 	}
 	return nil
+}
+
+// setNewestOwner makes o the owner of r's newest history entry: a chmod or
+// chown of a file keeps its version, and its history must say who owns
+// those bytes now.
+func setNewestOwner(tx *bolt.Tx, key string, r record, o *Owner) error {
+	if r.HistNext == r.HistFirst {
+		return nil
+	}
+	h := tx.Bucket(bucketHistory)
+	k := historyKey(key, r.HistNext-1)
+	v := h.Get(k)
+	if v == nil {
+		return nil
+	}
+	var e HistoryEntry
+	if err := json.Unmarshal(v, &e); err != nil {
+		return fmt.Errorf("decode history of %q: %w", key, err)
+	}
+	if e.Deleted || e.Owner != nil && *e.Owner == *o {
+		return nil
+	}
+	e.Owner = o
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return h.Put(k, b)
 }
 
 // readHistory returns the history of key, newest first.

@@ -32,12 +32,15 @@ type JournalEntry struct {
 	// Prev is the version the change replaced; zero for a path that had no
 	// file. PrevUnknown says the store did not know it (the change came
 	// before dshfs had seen the file).
-	Prev        Version   `json:"prev"`
-	PrevUnknown bool      `json:"prev_unknown,omitempty"`
-	Version     Version   `json:"version"`        // zero: deleted
-	Size        int64     `json:"size,omitempty"` // of Version's bytes
-	Time        time.Time `json:"time"`
-	Writer      Writer    `json:"writer"`
+	Prev        Version `json:"prev"`
+	PrevUnknown bool    `json:"prev_unknown,omitempty"`
+	// PrevOwner is who owned the file with Prev, and its permission bits;
+	// nil: unknown (an entry of an earlier dshfs).
+	PrevOwner *Owner    `json:"prev_owner,omitempty"`
+	Version   Version   `json:"version"`        // zero: deleted
+	Size      int64     `json:"size,omitempty"` // of Version's bytes
+	Time      time.Time `json:"time"`
+	Writer    Writer    `json:"writer"`
 	// From and To link the halves of a rename: the change at the new path
 	// names the path the file came from, the deletion at the old path the
 	// path it went to.

@@ -21,6 +21,10 @@ type mountState struct {
 	renames      map[string]rename // keys a rename just moved a file to or from
 	pending      []pendingChange
 	pendingBytes int64 // of bytes to keep in pending
+	// failed counts the batches whose commit failed, failedErr the last
+	// failure: a walk that queued its findings learns they were lost.
+	failed    uint64
+	failedErr error
 
 	// flushing is held while a batch is taken and committed, so a caller
 	// that flushes waits for a batch another goroutine took a moment ago.
@@ -155,7 +159,21 @@ func (s *Store) flushPending() {
 	for i, p := range batch {
 		keys[i], cs[i] = p.key, p.c
 	}
-	s.logErr("commit mount versions", batch[0].key, s.commit(keys, cs))
+	if err := s.commit(keys, cs); err != nil {
+		s.logErr("commit mount versions", batch[0].key, err)
+		s.mount.mu.Lock()
+		s.mount.failed++
+		s.mount.failedErr = err
+		s.mount.mu.Unlock()
+	}
+}
+
+// batchFailures counts the batches whose commit failed so far, with the
+// last failure.
+func (s *Store) batchFailures() (uint64, error) {
+	s.mount.mu.Lock()
+	defer s.mount.mu.Unlock()
+	return s.mount.failed, s.mount.failedErr
 }
 
 // mountFlushInterval bounds how long a mount version waits in memory.

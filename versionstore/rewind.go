@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -96,10 +94,14 @@ func (s *Store) checkpoint(ctx context.Context, name string, auto bool, progress
 			return Checkpoint{}, fmt.Errorf("checkpoint %q %w", name, ErrCheckpointExists)
 		}
 	}
-	if _, err := s.Sync(ctx, progress); err != nil {
+	if _, err := s.sync(ctx, "checkpoint", progress); err != nil {
 		return Checkpoint{}, err
 	}
-	return s.mark(name, auto)
+	cp, err := s.mark(name, auto)
+	if err != nil && !errors.Is(err, ErrCheckpointExists) {
+		return cp, indexError("checkpoint", "", err)
+	}
+	return cp, err
 }
 
 // mark records a checkpoint at the journal's end, the index being up to
@@ -187,13 +189,14 @@ func (s *Store) Restore(ctx context.Context, t Target, v Version, w Writer) (Res
 	s.awaitWriters(ctx, t.Key)
 	unlock := s.locks.Lock(t.Key)
 	defer unlock()
-	res, err = s.putBackLocked(ctx, t, v, data, nil, w)
+	res, err = s.putBackLocked(ctx, t, v, s.versionOwner(t.Key, v), data, nil, w)
 	return res, err
 }
 
-// putBackLocked writes data (the bytes of v) to t, or removes t when v is
-// zero. With expect set, the file must still be at *expect (zero: absent).
-func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []byte, expect *Version, w Writer) (RestoreResult, error) {
+// putBackLocked writes data (the bytes of v, which owner owned) to t, or
+// removes t when v is zero. With expect set, the file must still be at
+// *expect (zero: absent).
+func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, owner *Owner, data []byte, expect *Version, w Writer) (RestoreResult, error) {
 	s.flushPending()
 	cur, err := s.snapshotLocked(t, "restore", s.objects.maxKeep+1) // its bytes are kept by the commit below
 	if err != nil {
@@ -212,12 +215,19 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []b
 	if cur.version == v {
 		return res, nil // already there
 	}
+	var own Owner
+	if !v.IsZero() {
+		if own, err = s.putBackOwner(t, cur, owner); err != nil {
+			return res, err
+		}
+	}
 	// What is replaced must stay restorable: its bytes are kept first, or
 	// nothing is replaced.
 	if cur.fi != nil && !s.kept(cur.version) {
 		if cur.data != nil && s.objects.keeps(int64(len(cur.data))) {
-			s.logErr("keep the bytes a restore replaces", t.Key,
-				s.commit([]string{t.Key}, []change{{version: cur.version, data: cur.data, keepOnly: true}}))
+			if err := s.commit([]string{t.Key}, []change{{version: cur.version, data: cur.data, keepOnly: true}}); err != nil {
+				return res, indexError("restore", t.Display, err)
+			}
 		}
 		if !s.kept(cur.version) {
 			return res, &Error{Reason: ReasonWouldLose, Op: "restore", Path: t.Display, Err: ErrWouldLose}
@@ -230,15 +240,9 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []b
 		if err := s.removeKey(t, cur.fp); err != nil {
 			return res, err
 		}
-		return res, s.commitAfter(t.Key, cur, change{writer: w, at: at})
+		return res, s.commitAfter(t, cur, change{writer: w, at: at})
 	}
-	perm := s.fileMode
-	if cur.fi != nil {
-		perm = cur.fi.Mode().Perm()
-	} else if last := s.lastPerm(t.Key); last != 0 {
-		perm = last // a deleted file comes back as it was
-	}
-	fi, err := s.publish(ctx, t, "restore", data, perm, &cur, cur.fi == nil)
+	fi, err := s.publish(ctx, t, "restore", data, own.Perm, &own, &cur, cur.fi == nil)
 	if err != nil {
 		return res, err
 	}
@@ -251,28 +255,20 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, data []b
 	if s.objects.keeps(int64(len(data))) {
 		keep = data // stays kept, whatever a collection did since it was read
 	}
-	return res, s.commitAfter(t.Key, cur, change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at, created: cur.fi == nil, data: keep})
+	return res, s.commitAfter(t, cur, change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at, created: cur.fi == nil, data: keep})
 }
 
-// lastPerm is the permission bits the index last saw key with; zero if it
-// never saw them.
-func (s *Store) lastPerm(key string) fs.FileMode {
-	var perm fs.FileMode
-	s.db.View(func(tx *bolt.Tx) error {
-		if r, found, err := getRecord(tx, key); err == nil && found {
-			perm = r.Perm
-		}
-		return nil
-	})
-	return perm
-}
-
-// commitAfter records what snap found and then c, in one transaction.
-func (s *Store) commitAfter(key string, snap snapshot, c change) error {
-	if prior, ok := s.snapshotRecord(key, snap); ok {
-		return s.commit([]string{key, key}, []change{prior, c})
+// commitAfter records what snap found and then c, in one transaction. Its
+// failure is ReasonIndex: the file changed, the index does not know.
+func (s *Store) commitAfter(t Target, snap snapshot, c change) error {
+	keys, cs := []string{t.Key}, []change{c}
+	if prior, ok := s.snapshotRecord(t.Key, snap); ok {
+		keys, cs = []string{t.Key, t.Key}, []change{prior, c}
 	}
-	return s.commit([]string{key}, []change{c})
+	if err := s.commit(keys, cs); err != nil {
+		return indexError("restore", t.Display, err)
+	}
+	return nil
 }
 
 // RewindAction is one file a rewind changed, or would change.
@@ -330,7 +326,8 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 	if err != nil {
 		return res, err
 	}
-	if _, err := s.Sync(ctx, o.Progress); err != nil {
+	st, err := s.sync(ctx, "rewind", o.Progress)
+	if err != nil {
 		return res, err
 	}
 	keys, first, err := s.rewindPlan(cp, o)
@@ -340,7 +337,7 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 	if !o.DryRun {
 		before, err := s.mark("", true)
 		if err != nil {
-			return res, err
+			return res, indexError("rewind", "", err)
 		}
 		res.Before = before.Name
 	}
@@ -352,6 +349,13 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 			o.Progress(i, len(keys))
 		}
 		if a, ok := s.rewindOne(ctx, key, first[key], o.DryRun, o.Writer); ok {
+			var fe *Error
+			if errors.As(a.Err, &fe) && fe.Reason == ReasonIndex {
+				// The file changed and the index cannot say so: every later
+				// change would be as unrecorded. Stop; a rewind run again
+				// once there is room finishes the work.
+				return res, indexError("rewind", key, fe.Err)
+			}
 			if a.Err != nil {
 				res.Conflicts++
 			}
@@ -362,6 +366,11 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 	for _, key := range s.owedUnplanned(first, o) {
 		v := s.indexVersion(key)
 		res.Actions = append(res.Actions, RewindAction{Path: key, Op: "restore", From: v, To: v, Err: ErrBeingWritten, InGit: inGit(key)})
+		res.Conflicts++
+	}
+	for _, key := range unreadUnplanned(st.Unread, first, o) {
+		v := s.indexVersion(key)
+		res.Actions = append(res.Actions, RewindAction{Path: key, Op: "restore", From: v, To: v, Err: osError("restore", key, st.Unread[key]), InGit: inGit(key)})
 		res.Conflicts++
 	}
 	if o.Progress != nil {
@@ -377,6 +386,21 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 func (s *Store) owedUnplanned(planned map[string]JournalEntry, o RewindOptions) []string {
 	var out []string
 	for _, key := range s.owed() {
+		if _, ok := planned[key]; !ok && (ChangeQuery{Paths: o.Paths}).selects(JournalEntry{Path: key}) && !Excluded(key, o.Exclude) {
+			out = append(out, key)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// unreadUnplanned are the paths in the rewind's scope that its walk could
+// not look at and that the plan leaves alone: they may differ from the
+// checkpoint unseen, so they are conflicts. (A planned one meets the same
+// failure when the rewind looks at it.)
+func unreadUnplanned(unread map[string]error, planned map[string]JournalEntry, o RewindOptions) []string {
+	var out []string
+	for key := range unread {
 		if _, ok := planned[key]; !ok && (ChangeQuery{Paths: o.Paths}).selects(JournalEntry{Path: key}) && !Excluded(key, o.Exclude) {
 			out = append(out, key)
 		}
@@ -499,6 +523,11 @@ func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRu
 		a.Err = ErrBeingWritten
 		return a, true
 	}
+	if !e.Prev.IsZero() {
+		if a.Err = ownerConflict(t, cur, e.PrevOwner); a.Err != nil {
+			return a, true
+		}
+	}
 	if dryRun {
 		return a, true
 	}
@@ -506,32 +535,12 @@ func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRu
 		a.Err = ErrChangedDuringRewind
 		return a, true
 	}
-	if _, err := s.putBackLocked(ctx, t, e.Prev, data, &known, w); err != nil {
+	if _, err := s.putBackLocked(ctx, t, e.Prev, e.PrevOwner, data, &known, w); err != nil {
 		a.Err = err
 		return a, true
 	}
 	changed = true
 	return a, true
-}
-
-// syncPath records what is at key now, if the index does not know it yet: a
-// file changed or removed behind dshfs's back. Its bytes are kept.
-func (s *Store) syncPath(key string) {
-	unlock := s.locks.Lock(key)
-	defer unlock()
-	s.flushPending()
-	if s.dirty(key) {
-		return
-	}
-	// Not found by the walk: gone, unless a file came since, through real
-	// directories. A link on the way is never followed.
-	if _, err := s.lstatKey(key); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		if !s.indexVersion(key).IsZero() {
-			s.logErr("record a deletion", key, s.commit([]string{key}, []change{{writer: External, at: s.now()}}))
-		}
-		return
-	}
-	s.preserveLocked(key, false)
 }
 
 // indexVersion is the version the index holds for key (zero: none, or absent).

@@ -168,3 +168,26 @@ func TestCheckpointNameRefusesControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+// A file replaced behind dshfs's back by a symlink is no file the rewind
+// may restore, and no file it may ignore: it is a conflict in the report.
+// (The walk skipped it silently, and the rewind said nothing of it.)
+func TestRewindReportsFileBecomeSymlink(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("f.txt", "one\n")
+	ts.put("other.txt", "other\n")
+	if _, err := ts.Checkpoint(context.Background(), "cp", nil); err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Remove(ts.path("f.txt")))
+	must(t, os.Symlink("other.txt", ts.path("f.txt")))
+
+	res, err := ts.Rewind(context.Background(), "cp", RewindOptions{Writer: ToolWriter("me")})
+	must(t, err)
+	if res.Conflicts != 1 || len(res.Actions) != 1 || res.Actions[0].Path != "f.txt" || !errors.Is(res.Actions[0].Err, ErrNotRegularNow) {
+		t.Fatalf("rewind %+v: want f.txt as the one conflict (not a regular file now)", res)
+	}
+	if fi, err := os.Lstat(ts.path("f.txt")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("f.txt is no longer the symlink: %v %v", fi, err)
+	}
+}

@@ -57,11 +57,14 @@ func (s *Store) record(tx *bolt.Tx, key string, c change) error {
 		return nil // nothing known, nothing to forget
 	}
 	if !found || r.Version != c.version {
-		e := HistoryEntry{Version: c.version, Size: c.size, Time: c.at.UTC(), Writer: c.writer, Deleted: c.version.IsZero()}
+		e := HistoryEntry{Version: c.version, Size: c.size, Time: c.at.UTC(), Writer: c.writer, Deleted: c.version.IsZero(), Owner: c.fp.owner()}
 		if err := appendHistory(tx, key, &r, e, s.historyLimit); err != nil {
 			return err
 		}
 		j := JournalEntry{Path: key, Prev: r.Version, Version: c.version, Size: c.size, Time: e.Time, Writer: c.writer, From: c.from, To: c.to}
+		if !r.Version.IsZero() {
+			j.PrevOwner = r.FP.owner()
+		}
 		switch {
 		case found, c.created:
 			err = journal(tx, j)
@@ -70,6 +73,10 @@ func (s *Store) record(tx *bolt.Tx, key string, c change) error {
 			err = journal(tx, j)
 		}
 		if err != nil {
+			return err
+		}
+	} else if o, was := c.fp.owner(), r.FP.owner(); o != nil && !c.version.IsZero() && (was == nil || *o != *was) {
+		if err := setNewestOwner(tx, key, r, o); err != nil {
 			return err
 		}
 	}
@@ -301,16 +308,16 @@ func moveTree(tx *bolt.Tx, from, to string) error {
 	return nil
 }
 
-// treeVersions maps every key below the given roots to its version.
-func treeVersions(tx *bolt.Tx, roots ...string) (map[string]Version, error) {
-	out := map[string]Version{}
+// treeVersions maps every key below the given roots to its record.
+func treeVersions(tx *bolt.Tx, roots ...string) (map[string]record, error) {
+	out := map[string]record{}
 	for _, root := range roots {
 		for _, k := range treeKeys(tx, root) {
 			r, _, err := getRecord(tx, k)
 			if err != nil {
 				return nil, err
 			}
-			out[k] = r.Version
+			out[k] = r
 		}
 	}
 	return out, nil
@@ -318,7 +325,7 @@ func treeVersions(tx *bolt.Tx, roots ...string) (map[string]Version, error) {
 
 // journalTrees journals, for every path below a and b, the change from its
 // version in before to its version now.
-func journalTrees(tx *bolt.Tx, before map[string]Version, a, b string, at time.Time, w Writer) error {
+func journalTrees(tx *bolt.Tx, before map[string]record, a, b string, at time.Time, w Writer) error {
 	paths := map[string]bool{}
 	for k := range before {
 		paths[k] = true
@@ -338,10 +345,14 @@ func journalTrees(tx *bolt.Tx, before map[string]Version, a, b string, at time.T
 		if err != nil {
 			return err
 		}
-		if r.Version == before[k] {
+		prev := before[k]
+		if r.Version == prev.Version {
 			continue
 		}
-		e := JournalEntry{Path: k, Prev: before[k], Version: r.Version, Time: at, Writer: w}
+		e := JournalEntry{Path: k, Prev: prev.Version, Version: r.Version, Time: at, Writer: w}
+		if !prev.Version.IsZero() {
+			e.PrevOwner = prev.FP.owner()
+		}
 		if other, ok := swapRoot(k, a, b); ok && r.Version.IsZero() {
 			e.To = other
 		} else if ok {

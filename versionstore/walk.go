@@ -2,8 +2,10 @@ package versionstore
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -26,34 +28,43 @@ type SyncStats struct {
 	Read    int   `json:"read"`    // of them, read because the index did not know their bytes
 	Kept    int64 `json:"kept"`    // bytes read and kept
 	Skipped int   `json:"skipped"` // read but not kept: over the capture limit or the retention budget
+	// Unread are the paths the walk could not look at (a directory it may
+	// not list, a file it may not read), with why: the index does not know
+	// what they hold now.
+	Unread map[string]error `json:"-"`
+}
+
+func (st *SyncStats) unread(key string, err error) {
+	if st.Unread == nil {
+		st.Unread = map[string]error{}
+	}
+	st.Unread[key] = err
 }
 
 // Sync brings the index up to date with the whole workspace. Every regular
 // file is indexed; one the index knows with an unchanged, settled
 // fingerprint and its bytes kept costs an lstat, any other is read and its
 // bytes kept while the store is within its retention budget. Files the
-// index knows that are gone are recorded as deleted. progress, if set, is
-// told how far the walk has got.
+// index knows that are gone, or are no regular file now, are recorded as
+// deleted. progress, if set, is told how far the walk has got. It fails
+// (ReasonIndex) if the index could not record what it found: a checkpoint
+// or rewind must not go on from an index that missed changes.
 func (s *Store) Sync(ctx context.Context, progress func(done, total int)) (SyncStats, error) {
+	return s.sync(ctx, "sync", progress)
+}
+
+// sync is Sync on behalf of op, which its failure names.
+func (s *Store) sync(ctx context.Context, op string, progress func(done, total int)) (SyncStats, error) {
 	var st SyncStats
 	s.awaitMountWriters(ctx)
+	failed, _ := s.batchFailures()
 	known, err := s.indexedFiles()
 	if err != nil {
 		return st, err
 	}
-	var keys []string
-	err = filepath.WalkDir(s.rootPath, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // a directory removed or unreadable meanwhile: skipped
-		}
-		if d.Type().IsRegular() {
-			rel, _ := filepath.Rel(s.rootPath, p)
-			keys = append(keys, filepath.ToSlash(rel))
-		}
-		return ctx.Err()
-	})
+	keys, err := s.walkFiles(ctx, &st)
 	if err != nil {
-		return st, fail(ReasonAborted, "sync", "")
+		return st, err
 	}
 	st.Files = len(keys)
 	for i, key := range keys {
@@ -68,27 +79,61 @@ func (s *Store) Sync(ctx context.Context, progress func(done, total int)) (SyncS
 	}
 	for key, r := range known { // indexed, and not found by the walk
 		if !r.Version.IsZero() {
-			s.syncPath(key)
+			s.syncPath(key, &st)
 		}
 	}
+	// What the walk found is committed in the mount's batches: if one
+	// failed meanwhile (a full disk), the index is behind.
 	s.flushPending()
+	if n, err := s.batchFailures(); n != failed {
+		return st, indexError(op, "", err)
+	}
 	if progress != nil {
 		progress(len(keys), len(keys))
 	}
-	return st, s.markBaseline()
+	if err := s.markBaseline(); err != nil {
+		return st, indexError(op, "", err)
+	}
+	return st, nil
+}
+
+// walkFiles lists the workspace's regular files, noting in st the
+// directories it could not list.
+func (s *Store) walkFiles(ctx context.Context, st *SyncStats) ([]string, error) {
+	var keys []string
+	err := filepath.WalkDir(s.rootPath, func(p string, d fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(s.rootPath, p)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) { // removed meanwhile: nothing to see
+				st.unread(filepath.ToSlash(rel), err)
+			}
+			return nil
+		}
+		if d.Type().IsRegular() {
+			keys = append(keys, filepath.ToSlash(rel))
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, fail(ReasonAborted, "sync", "")
+	}
+	return keys, nil
 }
 
 // syncKnown looks at one file the walk found, r being its index entry.
 func (s *Store) syncKnown(key string, r record, st *SyncStats) {
 	fi, err := s.lstatKey(key)
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			st.unread(key, err)
+		}
 		return
 	}
 	fp := fingerprintOf(fi)
 	if r.FP == fp && !fp.racy(r.Recorded) && !r.Version.IsZero() && (!s.objects.keeps(fi.Size()) || s.kept(r.Version)) {
 		return
 	}
-	if n, read := s.syncFile(key, s.withinBudget()); read {
+	if n, read := s.syncFile(key, s.withinBudget(), st); read {
 		st.Read++
 		st.Kept += n
 		if n == 0 && fi.Size() > 0 {
@@ -109,7 +154,7 @@ func (s *Store) withinBudget() bool {
 // syncFile records what is at key now and keeps its bytes if keep (and the
 // capture limit allows). It reports the bytes kept and whether the file was
 // read.
-func (s *Store) syncFile(key string, keep bool) (int64, bool) {
+func (s *Store) syncFile(key string, keep bool, st *SyncStats) (int64, bool) {
 	unlock := s.locks.Lock(key)
 	defer unlock()
 	// No flush first: what this enqueues lands behind any commit of key
@@ -117,12 +162,23 @@ func (s *Store) syncFile(key string, keep bool) (int64, bool) {
 	if s.dirty(key) {
 		return 0, false // the mount's commit will record it
 	}
+	return s.syncFileLocked(key, keep, st)
+}
+
+// syncFileLocked is syncFile under key's lock. A file gone, or no regular
+// file now, since the walk is recorded as deleted; one it cannot read is
+// noted in st.
+func (s *Store) syncFileLocked(key string, keep bool, st *SyncStats) (int64, bool) {
 	at := s.now()
 	c, err := s.readForCapture(Target{Key: key, Display: key}, at, External, keep)
-	if err != nil {
-		if CodeOf(err) == CodeNotFound && !s.indexVersion(key).IsZero() {
-			s.logErr("record a deletion", key, s.commit([]string{key}, []change{{writer: External, at: at}}))
+	switch code := CodeOf(err); {
+	case code == CodeNotFound || code == CodeNotRegularFile:
+		if !s.indexVersion(key).IsZero() {
+			s.enqueue(key, change{writer: External, at: at})
 		}
+		return 0, false
+	case err != nil:
+		st.unread(key, err)
 		return 0, false
 	}
 	c.created = s.hasBaseline() && !s.indexed(key)
@@ -134,6 +190,34 @@ func (s *Store) syncFile(key string, keep bool) (int64, bool) {
 	// not 20,000.
 	s.enqueue(key, c)
 	return n, true
+}
+
+// syncPath records what is at key, which the index has a file at and the
+// walk found no regular file at: a deletion when there is no file, or no
+// regular one (a symlink, directory or FIFO has no version of its own, as
+// Refresh has it), so a rewind sees the change; a file the walk missed
+// (created since, or below a directory it could not list) is read. Its
+// commits join the batch.
+func (s *Store) syncPath(key string, st *SyncStats) {
+	unlock := s.locks.Lock(key)
+	defer unlock()
+	s.flushPending()
+	if s.dirty(key) {
+		return
+	}
+	// Not found by the walk: gone, unless a file came since, through real
+	// directories. A link on the way is never followed.
+	fi, err := s.lstatKey(key)
+	switch {
+	case err == nil && fi.Mode().IsRegular():
+		s.syncFileLocked(key, s.withinBudget(), st)
+	case err == nil, errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		if !s.indexVersion(key).IsZero() {
+			s.enqueue(key, change{writer: External, at: s.now()})
+		}
+	default:
+		st.unread(key, err)
+	}
 }
 
 // indexedFiles is every index entry, by key.

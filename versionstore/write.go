@@ -87,7 +87,7 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 	}
 	data := []byte(content)
 	at := s.now() // before the publish: the racy rule compares against it
-	fi, err := s.publish(ctx, t, "write", data, perm, &cur, intent.Kind == IntentCreateIfAbsent)
+	fi, err := s.publish(ctx, t, "write", data, perm, nil, &cur, intent.Kind == IntentCreateIfAbsent)
 	if err != nil {
 		s.recordSeen(t.Key, cur)
 		return res, err
@@ -167,7 +167,7 @@ func (s *Store) updateLocked(ctx context.Context, t Target, cur snapshot, expect
 		return res, err
 	}
 	at := s.now()
-	fi, err := s.publish(ctx, t, "", data, cur.fi.Mode().Perm(), &cur, false)
+	fi, err := s.publish(ctx, t, "", data, cur.fi.Mode().Perm(), nil, &cur, false)
 	if err != nil {
 		return res, err
 	}
@@ -230,7 +230,7 @@ func (s *Store) snapshotRecord(key string, snap snapshot) (change, bool) {
 }
 
 // publish makes data the content of t atomically: a temp file in the same
-// directory is written, given perm (and prior's owner, when the store may),
+// directory is written, given perm and owner (nil: prior's owner, when the store may),
 // fsynced, then renamed over the target, or hard-linked for a create that
 // must not replace anything. Missing parents are created. Every step is
 // made relative to one descriptor of the target's directory, opened
@@ -240,13 +240,13 @@ func (s *Store) snapshotRecord(key string, snap snapshot) (change, bool) {
 // target, and a dangling link is not a regular file. On failure nothing is
 // left behind and the target is untouched. It returns the stat of the
 // published file.
-func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte, perm fs.FileMode, prior *snapshot, create bool) (fs.FileInfo, error) {
+func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte, perm fs.FileMode, owner *Owner, prior *snapshot, create bool) (fs.FileInfo, error) {
 	if ctx.Err() != nil {
 		return nil, fail(ReasonAborted, verb, "")
 	}
 	var fi fs.FileInfo
 	err := s.inKeyDir(t.Key, true, func(d keyDir) (err error) {
-		fi, err = s.publishIn(ctx, d, t, verb, data, perm, prior, create)
+		fi, err = s.publishIn(ctx, d, t, verb, data, perm, owner, prior, create)
 		return err
 	})
 	if err != nil {
@@ -256,8 +256,8 @@ func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte,
 }
 
 // publishIn is publish in the target's open directory d.
-func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, data []byte, perm fs.FileMode, prior *snapshot, create bool) (fs.FileInfo, error) {
-	tmp, err := s.writeTemp(d, data, perm, prior.fi)
+func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, data []byte, perm fs.FileMode, owner *Owner, prior *snapshot, create bool) (fs.FileInfo, error) {
+	tmp, err := s.writeTemp(d, data, perm, owner, prior.fi)
 	if err != nil {
 		return nil, osError(verb, t.Display, err)
 	}
@@ -299,7 +299,7 @@ func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, 
 }
 
 // writeTemp writes data to a new temp file in d and returns its name.
-func (s *Store) writeTemp(d keyDir, data []byte, perm fs.FileMode, prior fs.FileInfo) (string, error) {
+func (s *Store) writeTemp(d keyDir, data []byte, perm fs.FileMode, owner *Owner, prior fs.FileInfo) (string, error) {
 	tmp := tempName(d.name)
 	f, err := d.open(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
@@ -309,7 +309,9 @@ func (s *Store) writeTemp(d keyDir, data []byte, perm fs.FileMode, prior fs.File
 	if err == nil {
 		err = f.Chmod(perm) // exact bits, whatever the process umask
 	}
-	if err == nil && prior != nil {
+	if err == nil && owner != nil {
+		err = giveOwner(f, owner)
+	} else if err == nil && prior != nil {
 		chownLike(f, prior)
 	}
 	if err == nil {

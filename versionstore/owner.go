@@ -1,0 +1,102 @@
+package versionstore
+
+import (
+	"io/fs"
+	"os"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Whose bytes a restore or rewind puts back. A version's bytes belong to
+// the user who owned the file while it had them: they go back into a file
+// of that user's, with the permission bits it had, never into whatever file
+// holds the path now. Otherwise a user who may replace a file (a shared
+// directory, a mount with allow_other) would get another user's bytes
+// written into a file of their own: root's 0600 token, rewound into
+// nobody's 0644 file. A path now owned by another user than the bytes' is
+// a conflict, left alone.
+
+// putBackOwner is the owner and permission bits bytes put back at t get,
+// over cur: owner, those recorded with the version, unless another user
+// owns the file now (ReasonOwnerChanged). With owner unknown (nil: an
+// entry of an earlier dshfs), the daemon's user and the stricter of the
+// bits the file has (or last had) and the default, execute bits kept.
+func (s *Store) putBackOwner(t Target, cur snapshot, owner *Owner) (Owner, error) {
+	if owner != nil {
+		if err := ownerConflict(t, cur, owner); err != nil {
+			return Owner{}, err
+		}
+		return *owner, nil
+	}
+	perm := s.fileMode
+	if cur.fi != nil {
+		perm = cur.fi.Mode().Perm()
+	} else if last := s.lastPerm(t.Key); last != 0 {
+		perm = last
+	}
+	return Owner{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Perm: perm & (s.fileMode | 0o111)}, nil
+}
+
+// ownerConflict refuses to put back at t, over cur, bytes that owner's
+// user owned when another user owns the file now.
+func ownerConflict(t Target, cur snapshot, owner *Owner) error {
+	if owner == nil || cur.fi == nil {
+		return nil
+	}
+	if uid, _, ok := ownerOf(cur.fi); ok && uint32(uid) != owner.Uid {
+		return fail(ReasonOwnerChanged, "restore", t.Display)
+	}
+	return nil
+}
+
+// versionOwner is the owner recorded with the newest entry of key's history
+// that has version v; nil if none says.
+func (s *Store) versionOwner(key string, v Version) *Owner {
+	var o *Owner
+	s.db.View(func(tx *bolt.Tx) error {
+		h, err := readHistory(tx, key)
+		for _, e := range h {
+			if err == nil && e.Version == v && e.Owner != nil {
+				o = e.Owner
+				return nil
+			}
+		}
+		return nil
+	})
+	return o
+}
+
+// lastPerm is the permission bits the index last saw key with; zero if it
+// never saw them.
+func (s *Store) lastPerm(key string) fs.FileMode {
+	var perm fs.FileMode
+	s.db.View(func(tx *bolt.Tx) error {
+		if r, found, err := getRecord(tx, key); err == nil && found {
+			perm = r.Perm
+		}
+		return nil
+	})
+	return perm
+}
+
+// giveOwner makes o the owner of f, a new file not published yet. A daemon
+// that may not (an ordinary user's) leaves it its own; if the group could
+// not be given either, the group loses its access: the bytes were for o's
+// group, not the daemon's.
+func giveOwner(f *os.File, o *Owner) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	uid, gid, ok := ownerOf(fi)
+	if !ok || uint32(uid) == o.Uid && uint32(gid) == o.Gid {
+		return nil
+	}
+	if f.Chown(int(o.Uid), int(o.Gid)) == nil || f.Chown(-1, int(o.Gid)) == nil {
+		return nil
+	}
+	if uint32(gid) != o.Gid {
+		return f.Chmod(o.Perm &^ 0o070)
+	}
+	return nil
+}
