@@ -16,17 +16,22 @@ import (
 // nobody's 0644 file. A path now owned by another user than the bytes' is
 // a conflict, left alone.
 
-// putBackOwner is the owner and permission bits bytes put back at t get,
-// over cur: owner, those recorded with the version, unless another user
-// owns the file now (ReasonOwnerChanged). With owner unknown (nil: an
+// putBackOwner is the owner and permission bits the bytes of v put back at
+// t get, over cur: owner, those recorded with the version, unless another
+// user owns the file now (ReasonOwnerChanged). With owner unknown (nil: an
 // entry of an earlier dshfs), the daemon's user and the stricter of the
-// bits the file has (or last had) and the default, execute bits kept.
-func (s *Store) putBackOwner(t Target, cur snapshot, owner *Owner) (Owner, error) {
+// bits the file has (or last had) and the default, execute bits kept; and
+// a file now owned by another user than the one who wrote the bytes is a
+// conflict all the same.
+func (s *Store) putBackOwner(t Target, v Version, cur snapshot, owner *Owner) (Owner, error) {
 	if owner != nil {
 		if err := ownerConflict(t, cur, owner); err != nil {
 			return Owner{}, err
 		}
 		return *owner, nil
+	}
+	if err := ownerConflict(t, cur, &Owner{Uid: s.writerUID(t.Key, v)}); err != nil {
+		return Owner{}, err
 	}
 	perm := s.fileMode
 	if cur.fi != nil {
@@ -64,6 +69,31 @@ func (s *Store) versionOwner(key string, v Version) *Owner {
 		return nil
 	})
 	return o
+}
+
+// writerUID is the user who wrote version v of key, as its newest history
+// entry with v says: the caller's uid for a write through the mount, the
+// daemon's user for a tool's write, and for a change made behind dshfs's
+// back (whose writer is unknown), the daemon's user too, the cautious
+// choice: a file another user owns now is then left alone.
+func (s *Store) writerUID(key string, v Version) uint32 {
+	uid := uint32(os.Geteuid())
+	s.db.View(func(tx *bolt.Tx) error {
+		h, err := readHistory(tx, key)
+		if err != nil {
+			return nil
+		}
+		for i := len(h) - 1; i >= 0; i-- {
+			if h[i].Version == v {
+				if h[i].Writer.Kind == WriterMount {
+					uid = h[i].Writer.Uid
+				}
+				return nil
+			}
+		}
+		return nil
+	})
+	return uid
 }
 
 // lastPerm is the permission bits the index last saw key with; zero if it

@@ -119,17 +119,30 @@ func TestPutBackWithUnknownOwner(t *testing.T) {
 	requireRoot(t)
 	ts := openTestStore(t)
 	ts.putAs("f.txt", "one\n", 0, 0, 0o644)
+	ts.putAs("g.txt", "one\n", 0, 0, 0o600)
 	if _, err := ts.Checkpoint(context.Background(), "cp", nil); err != nil {
 		t.Fatal(err)
 	}
-	ts.putAs("f.txt", "two\n", 65534, 65534, 0o666)
+	ts.putAs("f.txt", "two\n", 0, 0, 0o666)
+	ts.putAs("g.txt", "theirs\n", 65534, 65534, 0o644)
 	ts.version("f.txt")
+	ts.version("g.txt")
 	forgetOwners(t, ts.Store)
 
-	if res := ts.rewind("cp"); res.Conflicts != 0 {
-		t.Fatalf("rewind: %+v", res)
+	res := ts.rewind("cp")
+	if res.Conflicts != 1 || len(res.Actions) != 2 {
+		t.Fatalf("rewind: %+v, want g.txt as the one conflict", res)
 	}
+	for _, a := range res.Actions {
+		if (a.Path == "g.txt") != (a.Err != nil) {
+			t.Errorf("rewind of %s: %v", a.Path, a.Err)
+		}
+	}
+	// The daemon's user wrote f.txt's bytes: they come back as its file,
+	// with the stricter of the bits it had and the default.
 	ts.wantOwner("f.txt", "one\n", 0, 0, 0o644)
+	// g.txt is nobody's now, and its bytes were root's: left alone.
+	ts.wantOwner("g.txt", "theirs\n", 65534, 65534, 0o644)
 }
 
 // forgetOwners strips the owners from every history and journal entry, as

@@ -217,7 +217,7 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, owner *O
 	}
 	var own Owner
 	if !v.IsZero() {
-		if own, err = s.putBackOwner(t, cur, owner); err != nil {
+		if own, err = s.putBackOwner(t, v, cur, owner); err != nil {
 			return res, err
 		}
 	}
