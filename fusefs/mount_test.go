@@ -11,7 +11,6 @@ import (
 
 	"github.com/dshfs/dshfs/internal/testfuse"
 	"github.com/dshfs/dshfs/versionstore"
-	"github.com/hanwen/go-fuse/v2/posixtest"
 )
 
 // testNoPassthrough runs every mount of the package's tests without kernel
@@ -87,20 +86,6 @@ func mountWith(t *testing.T, prep func(backing string), opts ...func(*Options)) 
 		}
 	})
 	return m
-}
-
-// TestPosix runs go-fuse's POSIX conformance suite against the mount, every
-// case; dshfs skips none. Three cases skip themselves on this machine:
-// XAttrLarge (the ext4 backing directory refuses large xattrs: ENOSPC),
-// RenameOpenDir (fstat of an open directory renamed over: go-fuse issue 55,
-// dshfs stats by name) and Tmpfile (O_TMPFILE is not implemented).
-func TestPosix(t *testing.T) {
-	for name, fn := range posixtest.All {
-		t.Run(name, func(t *testing.T) {
-			m := mountT(t)
-			fn(t, m.mnt)
-		})
-	}
 }
 
 // waitUnmarked waits, up to 2 s, for the store's dirty marks to clear: the

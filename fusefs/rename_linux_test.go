@@ -4,12 +4,14 @@
 package fusefs
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 
+	"github.com/dshfs/dshfs/versionstore"
 	"golang.org/x/sys/unix"
 )
 
@@ -82,5 +84,39 @@ func TestRenameOntoAStaleNegativeEntry(t *testing.T) {
 	m.wantIntact("pub/t", e)
 	if !errors.Is(err, syscall.EPERM) {
 		t.Fatalf("rename onto root's file as nobody: %v, want EPERM", err)
+	}
+}
+
+// RENAME_EXCHANGE of a file and a directory is handled by the source's type
+// alone: with a file as the source, the index keeps the file's record at
+// the path that is now a directory, leaves the directory's entries under
+// the old name, and journals neither move. A rewind then neither restores
+// the paths nor reports them as conflicts.
+func TestExchangeFileWithDirectory(t *testing.T) {
+	m := mountT(t)
+	m.putBacking("a", "A\n")
+	m.putBacking("b/x", "X\n")
+	m.seeFile("a")
+	m.seeFile("b/x")
+	if _, err := m.store.Checkpoint(context.Background(), "cp", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(m.mnt, "a"), unix.AT_FDCWD, filepath.Join(m.mnt, "b"), unix.RENAME_EXCHANGE); err != nil {
+		t.Skipf("RENAME_EXCHANGE: %v", err)
+	}
+	res, err := m.store.Rewind(context.Background(), "cp", versionstore.RewindOptions{Writer: rewinder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conflict := map[string]bool{}
+	for _, a := range res.Actions {
+		if a.Err != nil {
+			conflict[a.Path] = true
+		}
+	}
+	for rel, want := range map[string]string{"a": "A\n", "b/x": "X\n"} {
+		if got, _ := m.getBacking(rel); got != want && !conflict[rel] {
+			t.Errorf("after rewind %s = %q, want %q or a conflict (rewind %+v)", rel, got, want, res)
+		}
 	}
 }

@@ -26,7 +26,7 @@ func TestDaemonRestartRecovery(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		dshfs(t, state, "unmount", mnt)
-		unix.Unmount(mnt, unix.MNT_DETACH)
+		unix.Unmount(mnt, mntDetach)
 	})
 	run := func(want int, args ...string) string {
 		t.Helper()

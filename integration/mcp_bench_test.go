@@ -36,7 +36,7 @@ func BenchmarkMCP(b *testing.B) {
 	}
 	b.Cleanup(func() {
 		dshfsCmd(state, "unmount", mnt).Run()
-		unix.Unmount(mnt, unix.MNT_DETACH)
+		unix.Unmount(mnt, mntDetach)
 	})
 	for b.Loop() {
 		cmd := exec.Command("node", filepath.Join(dir, "bench.mjs"), strconv.Itoa(calls), dshfsBin, mnt, ref)

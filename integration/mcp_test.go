@@ -46,7 +46,7 @@ func TestMCP(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		dshfs(t, state, "unmount", mnt)
-		unix.Unmount(mnt, unix.MNT_DETACH)
+		unix.Unmount(mnt, mntDetach)
 	})
 	socket, _ := filepath.Glob(filepath.Join(state, "dshfs", "*", "dshfs.sock"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -270,7 +270,7 @@ func TestShellWritesAreTheSessionsActors(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		dshfs(t, state, "unmount", mnt)
-		unix.Unmount(mnt, unix.MNT_DETACH)
+		unix.Unmount(mnt, mntDetach)
 	})
 	socket, _ := filepath.Glob(filepath.Join(state, "dshfs", "*", "dshfs.sock"))
 	client := unixsocket.NewClient(socket[0])

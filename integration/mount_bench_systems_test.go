@@ -203,7 +203,7 @@ func (s *served) stop() {
 		exec.Command("fusermount3", "-u", s.dir).Run()
 	}
 	if testfuse.Mounted(s.dir) {
-		unix.Unmount(s.dir, unix.MNT_DETACH)
+		unix.Unmount(s.dir, mntDetach)
 	}
 }
 

@@ -34,7 +34,7 @@ func TestMountCommandLifecycle(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
-		unix.Unmount(mnt, unix.MNT_DETACH)
+		unix.Unmount(mnt, mntDetach)
 	})
 	waitMounted(t, mnt, true)
 
@@ -127,26 +127,6 @@ func TestMountPointInsideBackingRefused(t *testing.T) {
 	}
 }
 
-// RENAME_EXCHANGE swaps two files: each name's history records the bytes it
-// now holds.
-func TestRenameExchange(t *testing.T) {
-	w := mountWorkspace(t)
-	w.sh("printf A > a && printf B > b")
-	w.read("agent", "a")
-	if err := unix.Renameat2(unix.AT_FDCWD, w.path("a"), unix.AT_FDCWD, w.path("b"), unix.RENAME_EXCHANGE); err != nil {
-		t.Fatal(err)
-	}
-	// With kernel passthrough b's version is committed by its release,
-	// which may come after the exchange: it then lands at a, where b is.
-	if w.indexVersionBecomes("a", versionstore.SumString("B")) != versionstore.SumString("B") || w.indexVersion("b") != versionstore.SumString("A") {
-		t.Fatal("the index did not follow the exchange")
-	}
-	wantCode(t, w.edit("agent", "a", "B", "C"), versionstore.CodeStaleVersion)
-	if err := unix.Renameat2(unix.AT_FDCWD, w.path("a"), unix.AT_FDCWD, w.path("b"), unix.RENAME_NOREPLACE); err != unix.EEXIST {
-		t.Fatalf("RENAME_NOREPLACE over an existing file: %v", err)
-	}
-}
-
 // dshfs mount --baseline indexes the whole workspace in the background and
 // keeps every file's bytes: a file nobody touched, changed straight in the
 // backing directory later, can be restored.
@@ -160,7 +140,7 @@ func TestMountBaseline(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		dshfs(t, state, "unmount", mnt)
-		unix.Unmount(mnt, unix.MNT_DETACH)
+		unix.Unmount(mnt, mntDetach)
 	})
 	file := filepath.Join(mnt, "deep", "er", "untouched.txt")
 	out := ""

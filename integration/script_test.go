@@ -134,7 +134,7 @@ func detachUnder(dir string) {
 		}
 	}
 	for i := len(mnts) - 1; i >= 0; i-- { // the deepest first
-		unix.Unmount(mnts[i], unix.MNT_DETACH)
+		unix.Unmount(mnts[i], mntDetach)
 	}
 }
 

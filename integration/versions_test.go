@@ -36,7 +36,7 @@ func TestRestorePreexistingAndCorruptObject(t *testing.T) {
 	run(0, "mount", backing, mnt)
 	t.Cleanup(func() {
 		dshfs(t, state, "unmount", mnt)
-		unix.Unmount(mnt, unix.MNT_DETACH)
+		unix.Unmount(mnt, mntDetach)
 	})
 	path := filepath.Join(mnt, "old.txt")
 	out, _ := inDir(mnt, "sh", "-c", "printf 'the shell was here\n' > old.txt").CombinedOutput()

@@ -111,6 +111,23 @@ func TestReadOnlyDirectory(t *testing.T) {
 	noTemps(t, ts.dir)
 }
 
+// A failed snapshot (an unreadable file) must not be recorded as a deletion.
+func TestFailedEditRecordsNothing(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("f", "x")
+	ts.version("f")
+	must(t, os.Chmod(ts.dir, 0o755))
+	must(t, os.Chmod(ts.path("f"), 0o000))
+	var err error
+	asNobody(t, func() { _, err = ts.edit("f", Edit{Old: "x", New: "y"}, nil) })
+	wantErr(t, err, ReasonPermission, "", "/ws/f")
+	h, herr := ts.History("f")
+	must(t, herr)
+	if len(h) != 1 || h[0].Deleted {
+		t.Fatalf("history = %+v: a failed read was recorded as a deletion", h)
+	}
+}
+
 // asNobody runs fn with filesystem uid and gid 65534 when running as root
 // (directly otherwise). The thread is locked and never returned to the
 // scheduler, so no other goroutine can inherit the identity.

@@ -49,6 +49,9 @@ func (r *retention) init(budget int64, age time.Duration) {
 	r.trigger.Store(budget)
 }
 
+// wait returns once the background collections are over. No commit may
+// run meanwhile: one could start a collection as the wait begins (Close
+// waits once the sync loop is stopped and the last batch committed).
 func (r *retention) wait() { r.bg.Wait() }
 
 // kept is what the budget counts: the index, with the small objects kept

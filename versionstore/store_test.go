@@ -33,23 +33,6 @@ func TestOutsideWriteBeforeRenameIsNotLost(t *testing.T) {
 	noTemps(t, ts.dir)
 }
 
-// A failed snapshot (an unreadable file) must not be recorded as a deletion.
-func TestFailedEditRecordsNothing(t *testing.T) {
-	ts := openTestStore(t)
-	ts.put("f", "x")
-	ts.version("f")
-	must(t, os.Chmod(ts.dir, 0o755))
-	must(t, os.Chmod(ts.path("f"), 0o000))
-	var err error
-	asNobody(t, func() { _, err = ts.edit("f", Edit{Old: "x", New: "y"}, nil) })
-	wantErr(t, err, ReasonPermission, "", "/ws/f")
-	h, herr := ts.History("f")
-	must(t, herr)
-	if len(h) != 1 || h[0].Deleted {
-		t.Fatalf("history = %+v: a failed read was recorded as a deletion", h)
-	}
-}
-
 // A created file's recorded fingerprint is the one later stats see, so the
 // next access trusts it instead of rehashing.
 func TestCreateFingerprintMatchesFile(t *testing.T) {

@@ -356,6 +356,9 @@ func TestRetention(t *testing.T) {
 		}
 	}
 	ts.mountWrite("g.bin", string(version()))
+	// Commit what is queued before waiting for the background collections:
+	// else the sync loop may commit it, and start one, while we wait.
+	ts.flushPending()
 	ts.retain.wait()
 	res, err := ts.GC(nil)
 	if err != nil {
