@@ -232,7 +232,9 @@ func (s *Store) snapshotRecord(key string, snap snapshot) (change, bool) {
 // publish makes data the content of t atomically: a temp file in the same
 // directory is written, given perm (and prior's owner, when the store may),
 // fsynced, then renamed over the target, or hard-linked for a create that
-// must not replace anything. Missing parents are created. Every step is
+// must not replace anything, and the directory synced: the new name is
+// durable before the index records it. Missing parents are created (and
+// synced into theirs). Every step is
 // made relative to one descriptor of the target's directory, opened
 // without following a link (keydir.go): a directory swapped for a link
 // meanwhile can neither redirect the publish nor strand the temp file. A
@@ -289,6 +291,10 @@ func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, 
 		if err := d.rename(tmp, d.name); err != nil {
 			return nil, osError(verb, t.Display, err)
 		}
+	}
+	if err := d.sync(); err != nil {
+		// Published, perhaps not durably: not acknowledged.
+		return nil, osError(verb, t.Display, err)
 	}
 	fi, err := d.lstat(d.name)
 	if err != nil {
