@@ -73,7 +73,7 @@ func walkDir(root int, dir string, create bool, mode uint32) (int, error) {
 		}
 		next, err := unix.Openat(fd, c, flags, 0)
 		if errors.Is(err, syscall.ENOENT) && create {
-			if err = mkdirSynced(fd, at, c, mode); err == nil || errors.Is(err, syscall.EEXIST) {
+			if err = mkdirSynced(fd, at, c, mode); err == nil {
 				next, err = unix.Openat(fd, c, flags, 0)
 			}
 		}
@@ -94,9 +94,10 @@ func walkDir(root int, dir string, create bool, mode uint32) (int, error) {
 
 // mkdirSynced makes the directory name in parent (at, for tracing) and
 // syncs parent, so the new directory, and what is published in it later,
-// cannot vanish with a power cut.
+// cannot vanish with a power cut. One that a concurrent publish just made
+// is synced too: its maker may not have synced it yet.
 func mkdirSynced(parent int, at, name string, mode uint32) error {
-	if err := unix.Mkdirat(parent, name, mode); err != nil {
+	if err := unix.Mkdirat(parent, name, mode); err != nil && !errors.Is(err, syscall.EEXIST) {
 		return err
 	}
 	err := unix.Fsync(parent)

@@ -166,11 +166,8 @@ func (o *objectStore) mkdirSynced(dir string) error {
 			return err
 		}
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return nil
-		}
-		return err
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err // one a concurrent commit just made is synced too
 	}
 	return o.syncDir(parent)
 }
