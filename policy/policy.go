@@ -101,26 +101,50 @@ func (p *Policy) Observe(actor, key string, o Observation) error {
 	if actor == "" {
 		return nil
 	}
+	if err := checkActor(actor); err != nil {
+		return err
+	}
+	now := p.now()
+	if p.unchanged(actor, key, o, now) {
+		return nil // a read-only transaction is much cheaper than a commit
+	}
+	return p.db.Update(func(tx *bolt.Tx) error { return put(tx, actor, key, o, now) })
+}
+
+// Observing is the observation of a tool write by actor of key, made in
+// the store's transaction that records the version written (it is nil when
+// Observe would record nothing, or fail): one durable commit for both. The
+// caller still calls Observe afterwards, which then finds the observation
+// recorded in a read-only transaction, or records it if this failed.
+func (p *Policy) Observing(actor, key string) versionstore.AlsoCommit {
+	if actor == "" || checkActor(actor) != nil {
+		return nil
+	}
+	return func(tx *bolt.Tx, v versionstore.Version) error {
+		return put(tx, actor, key, Present(v), p.now())
+	}
+}
+
+func checkActor(actor string) error {
 	if bytes.IndexByte([]byte(actor), 0) >= 0 {
 		return fmt.Errorf("record observation: %w", ErrActorNUL)
 	}
 	if len(actor) > MaxActorBytes {
 		return fmt.Errorf("record observation: %w", ErrActorTooLong)
 	}
-	now := p.now()
-	if p.unchanged(actor, key, o, now) {
-		return nil // a read-only transaction is much cheaper than a commit
-	}
+	return nil
+}
+
+// put records in tx that actor saw key in state o at now.
+func put(tx *bolt.Tx, actor, key string, o Observation, now time.Time) error {
 	val := absentMark
 	if o.Present {
 		val = o.Version[:]
 	}
-	return p.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(bucketObservations).Put(obsKey(actor, key), val); err != nil {
-			return err
-		}
-		return stamp(tx.Bucket(bucketActors), actor, now)
-	})
+	if err := tx.Bucket(bucketObservations).Put(obsKey(actor, key), val); err != nil {
+		return err
+	}
+	return stamp(tx.Bucket(bucketActors), actor, now)
 }
 
 // unchanged reports whether actor already holds observation o of key and

@@ -190,4 +190,17 @@ func (s *Service) observe(actor string, t versionstore.Target, verb string, o po
 	return policyFailure(verb, t, s.policy.Observe(actor, t.Key, o))
 }
 
+// observing is the observation of a tool mutation by actor of t, committed
+// with the version it writes (the store's AlsoCommit): a mutation then
+// costs one durable index commit, not two. observe still runs after it.
+func (s *Service) observing(actor string, t versionstore.Target) []versionstore.AlsoCommit {
+	if s.policy == nil {
+		return nil
+	}
+	if f := s.policy.Observing(actor, t.Key); f != nil {
+		return []versionstore.AlsoCommit{f}
+	}
+	return nil
+}
+
 func itoa(i int) string { return strconv.Itoa(i) }

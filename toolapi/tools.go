@@ -122,7 +122,7 @@ func (s *Service) write(ctx context.Context, req Request) Result {
 			return failure("write", policyFailure("write", t, err))
 		}
 	}
-	res, err := s.store.WriteText(ctx, t, a.str("content"), intent, versionstore.ToolWriter(req.Actor))
+	res, err := s.store.WriteText(ctx, t, a.str("content"), intent, versionstore.ToolWriter(req.Actor), s.observing(req.Actor, t)...)
 	if err != nil {
 		return failure("write", err)
 	}
@@ -192,6 +192,6 @@ func (s *Service) editGuarded(ctx context.Context, actor string, t versionstore.
 	res, err := s.store.Update(ctx, t, expect, func(cur []byte) (out []byte, err error) {
 		out, n, err = editBytes(cur, e, t.Display)
 		return out, err
-	}, versionstore.ToolWriter(actor))
+	}, versionstore.ToolWriter(actor), s.observing(actor, t)...)
 	return editResult{res, n}, err
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // BenchmarkEditDurability interleaves, round by round on the same
@@ -144,5 +146,87 @@ func BenchmarkConcurrentEdits(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/edit")
 		})
+	}
+}
+
+// BenchmarkToolEditSyncs interleaves, round by round, a 4 KiB guarded edit
+// followed by what the policy records of it (an observation and a stamp,
+// as a tool edit makes), four ways: "unsynced", the index unsynced and no
+// directory sync (the edit before commits were durable); "two-commits",
+// every commit synced, the observation a commit of its own, no directory
+// sync (durable commits as first merged); "one-commit", the observation in
+// the edit's commit (AlsoCommit), no directory sync; "dirsync", one commit
+// and the publish's directory synced (now). It reports each one's median,
+// and the ratios to "unsynced" of the medians, overall and per round.
+func BenchmarkToolEditSyncs(b *testing.B) {
+	const perRound = 40
+	kinds := []string{"unsynced", "two-commits", "one-commit", "dirsync"}
+	edit := map[string]func() time.Duration{}
+	for _, k := range kinds {
+		edit[k] = observedEditor(b, k)
+	}
+	b.Cleanup(func() { benchNoDirSync = false })
+	all := map[string][]time.Duration{}
+	ratios := map[string][]float64{}
+	for b.Loop() {
+		round := map[string][]time.Duration{}
+		for range perRound {
+			for _, k := range kinds {
+				benchNoDirSync = k != "dirsync"
+				round[k] = append(round[k], edit[k]())
+			}
+		}
+		for _, k := range kinds {
+			all[k] = append(all[k], round[k]...)
+			ratios[k] = append(ratios[k], float64(median(round[k]))/float64(median(round["unsynced"])))
+		}
+	}
+	for _, k := range kinds {
+		b.ReportMetric(float64(median(all[k]).Microseconds()), k+"-p50-µs")
+		if k == "unsynced" {
+			continue
+		}
+		b.ReportMetric(float64(median(all[k]))/float64(median(all["unsynced"])), k+"/unsynced")
+		slices.Sort(ratios[k])
+		b.ReportMetric(ratios[k][0], k+"-min-round")
+		b.ReportMetric(ratios[k][len(ratios[k])-1], k+"-max-round")
+	}
+}
+
+// observedEditor returns a function doing one timed 4 KiB edit and its
+// observation on a store of the given kind (see BenchmarkToolEditSyncs).
+func observedEditor(b *testing.B, kind string) func() time.Duration {
+	text := benchText(4 << 10)
+	s, tg := benchStore(b, text)
+	s.db.NoSync = kind == "unsynced"
+	bucket := []byte("observations")
+	if err := s.db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
+		b.Fatal(err)
+	}
+	observe := func(tx *bolt.Tx, v Version) error {
+		if err := tx.Bucket(bucket).Put([]byte("bench\x00"+tg.Key), v[:]); err != nil {
+			return err
+		}
+		return tx.Bucket(bucket).Put([]byte("bench"), []byte(time.Now().String()))
+	}
+	v := SumString(text)
+	edits := [2]Edit{{Old: "MARK-A", New: "MARK-B"}, {Old: "MARK-B", New: "MARK-A"}}
+	i := 0
+	return func() time.Duration {
+		t0 := time.Now()
+		var also []AlsoCommit
+		if kind == "one-commit" || kind == "dirsync" {
+			also = append(also, observe)
+		}
+		res, err := editText(context.Background(), s, tg, edits[i%2], &v, ToolWriter("bench"), also...)
+		if err == nil && also == nil {
+			err = s.db.Update(func(tx *bolt.Tx) error { return observe(tx, res.Version) })
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		v = res.Version
+		i++
+		return time.Since(t0)
 	}
 }

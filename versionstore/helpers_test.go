@@ -181,7 +181,7 @@ var (
 )
 
 // editText runs e through s.Update.
-func editText(ctx context.Context, s *Store, t Target, e Edit, expect *Version, w Writer) (EditResult, error) {
+func editText(ctx context.Context, s *Store, t Target, e Edit, expect *Version, w Writer, also ...AlsoCommit) (EditResult, error) {
 	n := 0
 	res, err := s.Update(ctx, t, expect, func(cur []byte) ([]byte, error) {
 		n = bytes.Count(cur, []byte(e.Old))
@@ -192,7 +192,7 @@ func editText(ctx context.Context, s *Store, t Target, e Edit, expect *Version, 
 			return nil, errAmbiguous
 		}
 		return bytes.ReplaceAll(cur, []byte(e.Old), []byte(e.New)), nil
-	}, w)
+	}, w, also...)
 	return EditResult{res, n}, err
 }
 

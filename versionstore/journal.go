@@ -85,6 +85,24 @@ func firstChangesAfter(tx *bolt.Tx, seq uint64) (map[string]JournalEntry, error)
 	return first, nil
 }
 
+// AlsoCommit is work a caller of WriteText or Update adds to the durable
+// index transaction that records the version it wrote (v), so both share
+// one commit and its syncs: the policy records there what the writing
+// actor saw. It may run more than once (groupcommit.go) and must compute
+// everything from tx. Its error is logged and does not undo the version's
+// record, which matters more: it must fail before changing anything, and
+// its caller finds out afterwards that its work is missing.
+type AlsoCommit func(tx *bolt.Tx, v Version) error
+
+// runAlso runs c's AlsoCommit functions in tx.
+func (s *Store) runAlso(tx *bolt.Tx, key string, c change) {
+	for _, f := range c.also {
+		if err := f(tx, c.version); err != nil {
+			s.log.Error("commit with a version", "path", key, "err", err)
+		}
+	}
+}
+
 // commit records cs (in order, cs[i] for keys[i]) in one transaction,
 // keeping the bytes each carries: they are compressed first, outside the
 // transaction, and large ones written to their files. It returns once the
@@ -144,6 +162,7 @@ func (s *Store) commit(keys []string, cs []change) error {
 					return err
 				}
 			}
+			s.runAlso(tx, keys[i], cs[i])
 		}
 		return nil
 	})

@@ -66,17 +66,18 @@ func (s *Store) inKeyDir(key string, create bool, fn func(d keyDir) error) error
 // symlink, making the missing elements if create.
 func walkDir(root int, dir string, create bool, mode uint32) (int, error) {
 	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
-	fd := root
+	fd, at := root, "."
 	for _, c := range splitPath(dir) {
 		if c == ".." {
 			return -1, syscall.EXDEV // never in a key: refuse to leave the root
 		}
 		next, err := unix.Openat(fd, c, flags, 0)
 		if errors.Is(err, syscall.ENOENT) && create {
-			if err = unix.Mkdirat(fd, c, mode); err == nil || errors.Is(err, syscall.EEXIST) {
+			if err = mkdirSynced(fd, at, c, mode); err == nil {
 				next, err = unix.Openat(fd, c, flags, 0)
 			}
 		}
+		at = path.Join(at, c)
 		if fd != root {
 			unix.Close(fd)
 		}
@@ -89,6 +90,19 @@ func walkDir(root int, dir string, create bool, mode uint32) (int, error) {
 		return unix.Openat(root, ".", flags, 0)
 	}
 	return fd, nil
+}
+
+// mkdirSynced makes the directory name in parent (at, for tracing) and
+// syncs parent, so the new directory, and what is published in it later,
+// cannot vanish with a power cut. One that a concurrent publish just made
+// is synced too: its maker may not have synced it yet.
+func mkdirSynced(parent int, at, name string, mode uint32) error {
+	if err := unix.Mkdirat(parent, name, mode); err != nil && !errors.Is(err, syscall.EEXIST) {
+		return err
+	}
+	err := unix.Fsync(parent)
+	traced("sync", at, err)
+	return err
 }
 
 func (d keyDir) err(op, name string, err error) error {
@@ -121,11 +135,47 @@ func (d keyDir) remove(name string) error {
 }
 
 func (d keyDir) link(from, to string) error {
-	return d.err("link", to, unix.Linkat(d.fd, from, d.fd, to, 0))
+	err := unix.Linkat(d.fd, from, d.fd, to, 0)
+	traced("link", d.key, err)
+	return d.err("link", to, err)
 }
 
 func (d keyDir) rename(from, to string) error {
-	return d.err("rename", to, unix.Renameat(d.fd, from, d.fd, to))
+	err := unix.Renameat(d.fd, from, d.fd, to)
+	traced("rename", d.key, err)
+	return d.err("rename", to, err)
+}
+
+// sync makes the entries of d durable: a name linked or renamed into it
+// survives a power cut once this returns.
+func (d keyDir) sync() error {
+	if benchNoDirSync {
+		return nil
+	}
+	err := unix.Fsync(d.fd)
+	traced("sync", dirName(path.Dir(d.key)), err)
+	return d.err("sync", ".", err)
+}
+
+func dirName(dir string) string {
+	if dir == "" {
+		return "."
+	}
+	return path.Clean(dir)
+}
+
+// benchNoDirSync, set by a benchmark, skips the directory sync of a
+// publish, to measure what it costs.
+var benchNoDirSync bool
+
+// traceSync, set by tests, is told of each link, rename and directory sync
+// of a publish, in order, with the key or directory concerned.
+var traceSync func(op, name string)
+
+func traced(op, name string, err error) {
+	if traceSync != nil && err == nil {
+		traceSync(op, name)
+	}
 }
 
 // lstatKey is the lstat of key's file.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -126,7 +127,7 @@ func (o *objectStore) path(v Version) string {
 // is replaced: written in full and synced before it takes the name.
 func (o *objectStore) writeFile(p packed) error {
 	dst := o.path(p.version)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+	if err := o.mkdirSynced(filepath.Dir(dst)); err != nil {
 		return err
 	}
 	tmp := filepath.Join(filepath.Dir(dst), tempName(filepath.Base(dst)))
@@ -143,11 +144,56 @@ func (o *objectStore) writeFile(p packed) error {
 	}
 	if err == nil {
 		err = os.Rename(tmp, dst)
+		o.traced("rename", dst, err)
 	}
 	if err != nil {
 		os.Remove(tmp)
+		return err
 	}
+	return o.syncDir(filepath.Dir(dst))
+}
+
+// mkdirSynced makes dir and its missing parents, syncing the parent of each
+// one made: the index must never name a file whose directory a power cut
+// can take away.
+func (o *objectStore) mkdirSynced(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := o.mkdirSynced(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err // one a concurrent commit just made is synced too
+	}
+	return o.syncDir(parent)
+}
+
+// syncDir makes the entries of dir durable.
+func (o *objectStore) syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	o.traced("sync", dir, err)
 	return err
+}
+
+// traced reports op on name, relative to the state directory, to traceSync.
+func (o *objectStore) traced(op, name string, err error) {
+	if traceSync == nil {
+		return
+	}
+	if rel, rerr := filepath.Rel(filepath.Dir(o.dir), name); rerr == nil {
+		traced(op, filepath.ToSlash(filepath.Join("state", rel)), err)
+	}
 }
 
 // putObject stores p in tx, replacing an entry whose file is gone; it

@@ -39,6 +39,8 @@ type change struct {
 	// unkept, if set, is why version's bytes were read but not kept (see
 	// unkept.go).
 	unkept byte
+	// also run in the transaction that records the change (AlsoCommit).
+	also []AlsoCommit
 }
 
 // record applies c to the index entry of key. A change to a different version

@@ -53,7 +53,7 @@ const DefaultDiffBasisMaxBytes = 10 << 20
 // Errors follow the reference: FS_NOT_REGULAR_FILE for a non-file target;
 // FS_STALE_VERSION when a guarded replace meets a missing or different file;
 // FS_NOT_OBSERVED when a guarded create meets an existing file.
-func (s *Store) WriteText(ctx context.Context, t Target, content string, intent Intent, w Writer) (WriteResult, error) {
+func (s *Store) WriteText(ctx context.Context, t Target, content string, intent Intent, w Writer, also ...AlsoCommit) (WriteResult, error) {
 	var res WriteResult
 	if ctx.Err() != nil {
 		return res, fail(ReasonAborted, "write", "")
@@ -93,7 +93,7 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 		return res, err
 	}
 	res.Created, res.Previous = cur.fi == nil, cur.version
-	res.Version = s.commitPublished(t, cur, fi, at, data, w)
+	res.Version = s.commitPublished(t, cur, fi, at, data, w, also)
 	return res, nil
 }
 
@@ -132,7 +132,7 @@ func (s *Store) writeAllowed(t Target, cur snapshot, intent Intent) error {
 // FS_STALE_VERSION (ReasonChanged) even without expect, as
 // the reference's edit has it. fn must not keep current past its return.
 // Errors have an empty Op: the caller names the operation.
-func (s *Store) Update(ctx context.Context, t Target, expect *Version, fn func(current []byte) ([]byte, error), w Writer) (UpdateResult, error) {
+func (s *Store) Update(ctx context.Context, t Target, expect *Version, fn func(current []byte) ([]byte, error), w Writer, also ...AlsoCommit) (UpdateResult, error) {
 	var res UpdateResult
 	if ctx.Err() != nil {
 		return res, fail(ReasonAborted, "", "")
@@ -146,13 +146,13 @@ func (s *Store) Update(ctx context.Context, t Target, expect *Version, fn func(c
 	if err != nil {
 		return res, err
 	}
-	if res, err = s.updateLocked(ctx, t, cur, expect, fn, w); err != nil {
+	if res, err = s.updateLocked(ctx, t, cur, expect, fn, w, also); err != nil {
 		s.recordSeen(t.Key, cur)
 	}
 	return res, err
 }
 
-func (s *Store) updateLocked(ctx context.Context, t Target, cur snapshot, expect *Version, fn func([]byte) ([]byte, error), w Writer) (UpdateResult, error) {
+func (s *Store) updateLocked(ctx context.Context, t Target, cur snapshot, expect *Version, fn func([]byte) ([]byte, error), w Writer, also []AlsoCommit) (UpdateResult, error) {
 	var res UpdateResult
 	switch {
 	case cur.fi == nil:
@@ -172,7 +172,7 @@ func (s *Store) updateLocked(ctx context.Context, t Target, cur snapshot, expect
 		return res, err
 	}
 	res.Previous = cur.version
-	res.Version = s.commitPublished(t, cur, fi, at, data, w)
+	res.Version = s.commitPublished(t, cur, fi, at, data, w, also)
 	return res, nil
 }
 
@@ -188,8 +188,9 @@ func (s *Store) published(key string, v *Version) {
 // commitPublished records, in one index transaction, what the store found
 // before the write (an external change, if any) and the version the tool just
 // published: the hash of the bytes written, with the fingerprint the file has
-// after the rename, which is what later stats will see.
-func (s *Store) commitPublished(t Target, prior snapshot, fi fs.FileInfo, at time.Time, data []byte, w Writer) Version {
+// after the rename, which is what later stats will see. The caller's also
+// run in that same transaction.
+func (s *Store) commitPublished(t Target, prior snapshot, fi fs.FileInfo, at time.Time, data []byte, w Writer, also []AlsoCommit) Version {
 	v := Sum(data)
 	var fp fingerprint // none: forces a rehash on the next access
 	if fi != nil {
@@ -204,7 +205,7 @@ func (s *Store) commitPublished(t Target, prior snapshot, fi fs.FileInfo, at tim
 		keys, cs = append(keys, t.Key), append(cs, c)
 	}
 	keys = append(keys, t.Key)
-	cs = append(cs, change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at, data: keep, created: prior.fi == nil})
+	cs = append(cs, change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at, data: keep, created: prior.fi == nil, also: also})
 	err := s.commit(keys, cs)
 	if err != nil {
 		// The file is published; only the index is behind. The next access
@@ -232,7 +233,9 @@ func (s *Store) snapshotRecord(key string, snap snapshot) (change, bool) {
 // publish makes data the content of t atomically: a temp file in the same
 // directory is written, given perm and owner (nil: prior's owner, when the store may),
 // fsynced, then renamed over the target, or hard-linked for a create that
-// must not replace anything. Missing parents are created. Every step is
+// must not replace anything, and the directory synced: the new name is
+// durable before the index records it. Missing parents are created (and
+// synced into theirs). Every step is
 // made relative to one descriptor of the target's directory, opened
 // without following a link (keydir.go): a directory swapped for a link
 // meanwhile can neither redirect the publish nor strand the temp file. A
@@ -289,6 +292,10 @@ func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, 
 		if err := d.rename(tmp, d.name); err != nil {
 			return nil, osError(verb, t.Display, err)
 		}
+	}
+	if err := d.sync(); err != nil {
+		// Published, perhaps not durably: not acknowledged.
+		return nil, osError(verb, t.Display, err)
 	}
 	fi, err := d.lstat(d.name)
 	if err != nil {
