@@ -44,7 +44,7 @@ func TestMountRefusesStateDirOfAnotherUser(t *testing.T) {
 	if err := os.Chown(state, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
+	t.Cleanup(func() { unix.Unmount(mnt, mntDetach) })
 
 	out, code := dshfs(t, t.TempDir(), "mount", "--state", state, backing, mnt)
 	if code == 0 || !strings.Contains(out, state+" belongs to uid 65534") {
