@@ -300,10 +300,14 @@ func TestOtherUserRefused(t *testing.T) {
 		}
 	}
 	d := startDaemon(t, 0)
-	// Open the way so that only the peer check stands in it.
-	for p := d.socket; p != "/"; p = filepath.Dir(p) {
+	// Open the way so that only the peer check stands in it: the test's own
+	// directories only, and put back as they were. (Walking up to / once
+	// took /tmp's sticky bit off, which Perm() drops, for the whole machine.)
+	for p := d.socket; p != "/" && p != filepath.Clean(os.TempDir()); p = filepath.Dir(p) {
 		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			os.Chmod(p, fi.Mode().Perm()|0o011)
+			mode := fi.Mode() & (os.ModePerm | os.ModeSticky | os.ModeSetgid | os.ModeSetuid)
+			os.Chmod(p, mode|0o011)
+			t.Cleanup(func() { os.Chmod(p, mode) })
 		}
 	}
 	os.Chmod(d.socket, 0o666)
