@@ -63,7 +63,8 @@ func Start(cfg Config, args []string) (Detached, error) {
 // openLog opens the daemon's log in stateDir (made if missing, refused if
 // another user could change it: PrepareStateDir) for appending.
 func openLog(stateDir string) (*os.File, error) {
-	if err := PrepareStateDir(stateDir); err != nil {
+	stateDir, err := PrepareStateDir(stateDir)
+	if err != nil {
 		return nil, err
 	}
 	path := filepath.Join(stateDir, LogFileName)

@@ -98,7 +98,8 @@ func (cfg *Config) resolveStateDir() error {
 	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
 		return err
 	}
-	return PrepareStateDir(cfg.StateDir)
+	cfg.StateDir, err = PrepareStateDir(cfg.StateDir)
+	return err
 }
 
 // catchSignals catches the signals that unmount. They are caught before

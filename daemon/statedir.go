@@ -105,22 +105,25 @@ func userStateDir() (string, error) {
 // each directory above it this user's or root's, writable by others only
 // if sticky (as /tmp), where another user cannot rename it away. The check comes before
 // anything in dir is opened; the files are still opened without following
-// links (O_NOFOLLOW), in case one was left there before.
-func PrepareStateDir(dir string) error {
+// links (O_NOFOLLOW), in case one was left there before. It returns the
+// directory with every link resolved: the path that was checked, and the
+// one to use from then on — a link on the way given (say, in a directory
+// of another user's) could be pointed elsewhere once the check is done.
+func PrepareStateDir(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("make the state directory: %v", err)
+		return "", fmt.Errorf("make the state directory: %v", err)
 	}
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return fmt.Errorf("resolve the state directory: %v", err)
+		return "", fmt.Errorf("resolve the state directory: %v", err)
 	}
 	uid := os.Geteuid()
 	for p, own := real, true; ; p, own = filepath.Dir(p), false {
 		if err := checkStateAncestor(dir, p, uid, own); err != nil {
-			return err
+			return "", err
 		}
 		if p == filepath.Dir(p) {
-			return nil
+			return real, nil
 		}
 	}
 }

@@ -91,10 +91,33 @@ func TestPrepareStateDir(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err := PrepareStateDir(dir)
+			_, err := PrepareStateDir(dir)
 			if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 				t.Errorf("PrepareStateDir: %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// The state directory is used by the path that was checked: a link on the
+// way given (in a directory another user may change, say) could be
+// pointed elsewhere once the check is done, so its target is what is
+// returned, and what the daemon opens its files in from then on.
+func TestPrepareStateDirResolvesLinks(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := PrepareStateDir(filepath.Join(base, "link", "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := filepath.EvalSymlinks(filepath.Join(real, "state"))
+	if got != want {
+		t.Fatalf("PrepareStateDir through a link: %q, want the checked directory %q", got, want)
 	}
 }

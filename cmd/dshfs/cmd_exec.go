@@ -76,7 +76,7 @@ func openService(backing, stateDir string, withPolicy bool) (*toolapi.Service, f
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := daemon.PrepareStateDir(stateDir); err != nil {
+	if stateDir, err = daemon.PrepareStateDir(stateDir); err != nil {
 		return nil, nil, err
 	}
 	umask := currentUmask()
