@@ -185,18 +185,31 @@ func streamBytes(ctx context.Context, r io.Reader, sink func([]byte, bool) error
 	}
 }
 
-// readWhole reads all of t's regular file and returns its bytes and the
-// stat of the open descriptor taken before reading.
-func (s *Store) readWhole(t Target, verb string) ([]byte, fs.FileInfo, error) {
+// errGrew is readWhole's answer for a file that holds more than the limit
+// it was given: it grew since its stat said it would fit.
+var errGrew = errors.New("the file grew past its size at stat")
+
+// readWhole reads all of t's regular file, at most limit bytes (errGrew
+// beyond), and returns its bytes and the stat of the open descriptor taken
+// before reading. The limit holds whatever the file does meanwhile: whoever
+// may write it could make it a terabyte of holes between the stat that
+// chose to read it whole and the read.
+func (s *Store) readWhole(t Target, verb string, limit int64) ([]byte, fs.FileInfo, error) {
 	f, fi, err := s.openRegular(t, verb)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
+	if fi.Size() > limit {
+		return nil, nil, errGrew
+	}
 	data := make([]byte, 0, fi.Size()+1)
 	for {
 		n, err := f.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
+		if int64(len(data)) > limit {
+			return nil, nil, errGrew
+		}
 		if err == io.EOF {
 			return data, fi, nil
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -87,4 +88,32 @@ func abbrev(s string) string {
 		return s[:40] + "…" + s[len(s)-40:]
 	}
 	return s
+}
+
+// A file read whole is read only up to the size its stat promised: one that
+// grew meanwhile (a terabyte of holes, made by whoever may write it) costs
+// no more memory than the limit, and is then hashed as it streams (a
+// restore or write) or is a changed file (an edit).
+func TestReadWholeIsBounded(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("grown.bin", "x")
+	if err := os.Truncate(ts.path("grown.bin"), 1<<40); err != nil {
+		t.Skipf("no sparse files here: %v", err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := ts.readWhole(ts.target("grown.bin"), "read", 1<<20)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, errGrew) {
+		t.Fatalf("reading a 1 TiB file with a 1 MiB limit: %v, want errGrew", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
+		t.Fatalf("reading past the limit allocated %d MiB", grew>>20)
+	}
+	// A write over it keeps working: the file is hashed as it streams.
+	ts.put("small.txt", "one\n")
+	data, _, err := ts.readWhole(ts.target("small.txt"), "read", 4)
+	if err != nil || string(data) != "one\n" {
+		t.Fatalf("a file of exactly the limit: %q %v", data, err)
+	}
 }

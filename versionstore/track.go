@@ -445,14 +445,26 @@ func (s *Store) snapshotLocked(t Target, verb string, keep int64) (snapshot, err
 		return snapshot{fi: fi, at: at, statOnly: fi != nil}, err
 	}
 	if keep < 0 || fi.Size() < keep {
-		data, ofi, err := s.readWhole(t, verb)
-		if CodeOf(err) == CodeNotFound {
+		// Read whole up to what the stat promised: past keep the file is
+		// hashed as it streams; with any size allowed, a file that grew
+		// more than a little while being read has changed under the caller.
+		limit := keep - 1
+		if keep < 0 {
+			limit = fi.Size() + 1<<20
+		}
+		data, ofi, err := s.readWhole(t, verb, limit)
+		switch {
+		case CodeOf(err) == CodeNotFound:
 			return snapshot{at: at}, nil // deleted since the stat
-		}
-		if err != nil {
+		case errors.Is(err, errGrew) && keep < 0:
+			return snapshot{}, fail(ReasonChanged, verb, t.Display)
+		case errors.Is(err, errGrew):
+			break // hashed as it streams, below
+		case err != nil:
 			return snapshot{}, err
+		default:
+			return snapshot{fi: ofi, fp: fingerprintOf(ofi), version: Sum(data), data: data, at: at}, nil
 		}
-		return snapshot{fi: ofi, fp: fingerprintOf(ofi), version: Sum(data), data: data, at: at}, nil
 	}
 	c, err := s.probeLocked(t, verb, External)
 	if err != nil {
