@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -174,13 +175,56 @@ func TestUnmountReportsTheDaemonsFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := fakeDaemon()
-	err := terminate(e.Record.Pid, e.Record.StateDir)
+	err := terminate(e.Record.Pid, e.Record.StateDir, os.Geteuid())
 	if err == nil || !strings.Contains(err.Error(), "exited, but: "+msg) {
 		t.Fatalf("unmount: %v, want the daemon's failure", err)
 	}
 	// A clean exit leaves no note, and unmount succeeds.
 	os.Remove(filepath.Join(state, unmountErrorFile))
-	if e := fakeDaemon(); terminate(e.Record.Pid, e.Record.StateDir) != nil {
+	if e := fakeDaemon(); terminate(e.Record.Pid, e.Record.StateDir, os.Geteuid()) != nil {
 		t.Fatal("clean unmount failed")
+	}
+}
+
+// The note of a failed unmount is read from a state directory its daemon's
+// record names, which root may take from another user's daemon: a link
+// there (to a file only root may read) or a FIFO (which would hang the
+// command) is no note, and nor is a file of another user's.
+func TestUnmountErrorIsReadOnlyAsTheUsersFile(t *testing.T) {
+	state := t.TempDir()
+	note := filepath.Join(state, unmountErrorFile)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("root's secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, note); err != nil {
+		t.Fatal(err)
+	}
+	if got := readUnmountError(state, os.Geteuid()); got != "" {
+		t.Errorf("a link to another file read as the note: %q", got)
+	}
+	os.Remove(note)
+	if err := syscall.Mkfifo(note, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 1)
+	go func() { done <- readUnmountError(state, os.Geteuid()) }()
+	select {
+	case got := <-done:
+		if got != "" {
+			t.Errorf("a FIFO read as the note: %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading a FIFO as the note hangs")
+	}
+	os.Remove(note)
+	if err := os.WriteFile(note, []byte("unmount failed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := readUnmountError(state, os.Geteuid()+1); got != "" {
+		t.Errorf("another user's file read as the note: %q", got)
+	}
+	if got := readUnmountError(state, os.Geteuid()); got != "unmount failed" {
+		t.Errorf("the user's own note: %q", got)
 	}
 }

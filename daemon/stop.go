@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,31 +31,57 @@ func Stop(ctx context.Context, e Entry) (detached bool, err error) {
 		return false, err
 	}
 	d.Client.CloseIdle()
-	return false, terminate(d.Record.Pid, d.Record.StateDir)
+	return false, terminate(d.Record.Pid, d.Record.StateDir, e.UID)
 }
 
 // terminate sends SIGTERM to the daemon pid, checked by Dial, and waits for
 // it to exit (awaitExit).
-func terminate(pid int, stateDir string) error {
+func terminate(pid int, stateDir string, uid int) error {
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		return fmt.Errorf("signal the daemon (pid %d): %v", pid, err)
 	}
-	return awaitExit(pid, stateDir)
+	return awaitExit(pid, stateDir, uid)
 }
 
 // awaitExit waits for the daemon pid to exit, and says why its unmount
 // failed if it left a note in its state directory.
-func awaitExit(pid int, stateDir string) error {
+func awaitExit(pid int, stateDir string, uid int) error {
 	for deadline := time.Now().Add(stopTimeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if processAlive(pid) {
 			continue
 		}
-		if b, err := os.ReadFile(filepath.Join(stateDir, unmountErrorFile)); err == nil {
-			return fmt.Errorf("the daemon (pid %d) exited, but: %s", pid, strings.TrimSpace(string(b)))
+		if note := readUnmountError(stateDir, uid); note != "" {
+			return fmt.Errorf("the daemon (pid %d) exited, but: %s", pid, note)
 		}
 		return nil
 	}
 	return fmt.Errorf("the daemon (pid %d) did not exit within 30 s", pid)
+}
+
+// maxUnmountError bounds the note read back from a daemon's state directory.
+const maxUnmountError = 4096
+
+// readUnmountError is the note the daemon of uid left in stateDir when its
+// unmount failed, "" if none. The record that names stateDir is the
+// daemon's word, and root may be stopping another user's daemon: the note
+// is read only as a small regular file of that user's, never through a
+// link (it could name any file root may read) nor from a FIFO (which would
+// hang the command).
+func readUnmountError(stateDir string, uid int) string {
+	f, err := os.OpenFile(filepath.Join(stateDir, unmountErrorFile), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != uid {
+		return ""
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, maxUnmountError))
+	return strings.TrimSpace(string(b))
 }
 
 // processAlive reports whether pid is a running process.
