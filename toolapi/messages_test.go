@@ -40,12 +40,14 @@ func TestWordRewind(t *testing.T) {
 		{Path: "c", Op: "restore", Err: &versionstore.Error{Reason: versionstore.ReasonWouldLose, Op: "restore", Path: "c", Err: versionstore.ErrWouldLose}},
 		{Path: "d", Op: "restore", Err: &versionstore.Error{Code: versionstore.CodeStaleVersion, Reason: versionstore.ReasonChanged, Op: "restore", Path: "d"}},
 		{Path: "e", Op: "restore", Err: &versionstore.Error{Reason: versionstore.ReasonOwnerChanged, Op: "restore", Path: "e"}},
+		{Path: "f/g", Op: "restore", Err: &versionstore.Error{Reason: versionstore.ReasonDirOwner, Op: "restore", Path: "f/g"}},
 	}}
 	WordRewind(&res)
 	want := []string{"", "being written through the mount",
 		`cannot restore "c": ` + versionstore.ErrWouldLose.Error(),
 		`cannot restore "d": file changed since it was read`,
-		`cannot restore "e": another user owns it now than when it had these bytes, and putting them back would hand them over`}
+		`cannot restore "e": another user owns it now than when it had these bytes, and putting them back would hand them over`,
+		`cannot restore "f/g": its directory belongs to another user now, who could take the bytes put back there`}
 	for i, a := range res.Actions {
 		if a.Error != want[i] {
 			t.Errorf("%s: %q, want %q", a.Path, a.Error, want[i])

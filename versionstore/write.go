@@ -258,8 +258,15 @@ func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte,
 	return fi, nil
 }
 
-// publishIn is publish in the target's open directory d.
+// publishIn is publish in the target's open directory d. Bytes with a
+// known owner (put back by a restore or rewind) go only into a directory
+// their owner or root owns.
 func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, data []byte, perm fs.FileMode, owner *Owner, prior *snapshot, create bool) (fs.FileInfo, error) {
+	if owner != nil {
+		if err := dirOwnerConflict(d, t, verb, owner); err != nil {
+			return nil, err
+		}
+	}
 	tmp, err := s.writeTemp(d, data, perm, owner, prior.fi)
 	if err != nil {
 		return nil, osError(verb, t.Display, err)
