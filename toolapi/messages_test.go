@@ -68,6 +68,10 @@ func TestDescribeIndexFailure(t *testing.T) {
 			"checkpoint failed: the index could not record the change (no space left on device); make room where dshfs keeps its state, then retry"},
 		{"rewind", &versionstore.Error{Code: versionstore.CodeIOError, Reason: versionstore.ReasonIndex, Op: "rewind", Path: "f.txt", Err: cause},
 			`cannot rewind "f.txt": the index could not record the change (no space left on device); make room where dshfs keeps its state, then retry`},
+		{"write", &versionstore.Error{Code: versionstore.CodeIOError, Reason: versionstore.ReasonIndex, Op: "write", Path: "/ws/f.txt", Err: cause},
+			`cannot write "/ws/f.txt": the index could not record the change (no space left on device); make room where dshfs keeps its state, then retry`},
+		{"edit", &versionstore.Error{Code: versionstore.CodeIOError, Reason: versionstore.ReasonIndex, Path: "/ws/f.txt", Err: cause},
+			`cannot edit "/ws/f.txt": the index could not record the change (no space left on device); make room where dshfs keeps its state, then retry`},
 	} {
 		if got := Describe(c.verb, c.err).Error(); got != c.want {
 			t.Errorf("%s: %q, want %q", c.verb, got, c.want)
