@@ -104,6 +104,7 @@ var storeReasons = map[versionstore.Reason]string{
 	versionstore.ReasonGone:         "file no longer exists",
 	versionstore.ReasonMountWriting: "it is being written through the mount",
 	versionstore.ReasonOwnerChanged: "another user owns it now than when it had these bytes, and putting them back would hand them over",
+	versionstore.ReasonDirOwner:     "its directory belongs to another user now, who could take the bytes put back there",
 	versionstore.ReasonNone:         "failed",
 }
 

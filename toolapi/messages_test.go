@@ -40,12 +40,14 @@ func TestWordRewind(t *testing.T) {
 		{Path: "c", Op: "restore", Err: &versionstore.Error{Reason: versionstore.ReasonWouldLose, Op: "restore", Path: "c", Err: versionstore.ErrWouldLose}},
 		{Path: "d", Op: "restore", Err: &versionstore.Error{Code: versionstore.CodeStaleVersion, Reason: versionstore.ReasonChanged, Op: "restore", Path: "d"}},
 		{Path: "e", Op: "restore", Err: &versionstore.Error{Reason: versionstore.ReasonOwnerChanged, Op: "restore", Path: "e"}},
+		{Path: "f/g", Op: "restore", Err: &versionstore.Error{Reason: versionstore.ReasonDirOwner, Op: "restore", Path: "f/g"}},
 	}}
 	WordRewind(&res)
 	want := []string{"", "being written through the mount",
 		`cannot restore "c": ` + versionstore.ErrWouldLose.Error(),
 		`cannot restore "d": file changed since it was read`,
-		`cannot restore "e": another user owns it now than when it had these bytes, and putting them back would hand them over`}
+		`cannot restore "e": another user owns it now than when it had these bytes, and putting them back would hand them over`,
+		`cannot restore "f/g": its directory belongs to another user now, who could take the bytes put back there`}
 	for i, a := range res.Actions {
 		if a.Error != want[i] {
 			t.Errorf("%s: %q, want %q", a.Path, a.Error, want[i])
@@ -66,6 +68,10 @@ func TestDescribeIndexFailure(t *testing.T) {
 			"checkpoint failed: the index could not record the change (no space left on device); make room where dshfs keeps its state, then retry"},
 		{"rewind", &versionstore.Error{Code: versionstore.CodeIOError, Reason: versionstore.ReasonIndex, Op: "rewind", Path: "f.txt", Err: cause},
 			`cannot rewind "f.txt": the index could not record the change (no space left on device); make room where dshfs keeps its state, then retry`},
+		{"write", &versionstore.Error{Code: versionstore.CodeIOError, Reason: versionstore.ReasonIndex, Op: "write", Path: "/ws/f.txt", Err: cause},
+			`cannot write "/ws/f.txt": the index could not record the change (no space left on device); make room where dshfs keeps its state, then retry`},
+		{"edit", &versionstore.Error{Code: versionstore.CodeIOError, Reason: versionstore.ReasonIndex, Path: "/ws/f.txt", Err: cause},
+			`cannot edit "/ws/f.txt": the index could not record the change (no space left on device); make room where dshfs keeps its state, then retry`},
 	} {
 		if got := Describe(c.verb, c.err).Error(); got != c.want {
 			t.Errorf("%s: %q, want %q", c.verb, got, c.want)

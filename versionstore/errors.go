@@ -51,6 +51,7 @@ const (
 	ReasonWouldLose           // no code: Err is ErrWouldLose
 	ReasonOwnerChanged        // no code: another user owns the file than the bytes put back
 	ReasonIndex               // FS_IO_ERROR: the index could not record a change; Err is the cause
+	ReasonDirOwner            // no code: another user owns the directory the bytes would be put back in
 )
 
 var reasons = [...]struct {
@@ -74,6 +75,7 @@ var reasons = [...]struct {
 	ReasonWouldLose:    {"", "unkept bytes"},
 	ReasonOwnerChanged: {"", "owner changed"},
 	ReasonIndex:        {CodeIOError, "index not written"},
+	ReasonDirOwner:     {"", "directory owner"},
 }
 
 // Code is the reference code a failure of this reason carries.

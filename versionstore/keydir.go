@@ -112,6 +112,15 @@ func (d keyDir) err(op, name string, err error) error {
 	return &fs.PathError{Op: op, Path: path.Join(path.Dir(d.key), name), Err: err}
 }
 
+// uid is the user who owns d itself.
+func (d keyDir) uid() (uint32, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd, &st); err != nil {
+		return 0, d.err("stat", ".", err)
+	}
+	return st.Uid, nil
+}
+
 // lstat stats name in d, not following a symlink.
 func (d keyDir) lstat(name string) (fs.FileInfo, error) {
 	var st unix.Stat_t

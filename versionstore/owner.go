@@ -54,6 +54,21 @@ func ownerConflict(t Target, cur snapshot, owner *Owner) error {
 	return nil
 }
 
+// dirOwnerConflict refuses to put bytes that owner's user owned into d,
+// the directory of t, when d belongs to another user than theirs or root:
+// that user could rename, link or (as the mode allows) read them there.
+// Owner and root alone can do so in a directory they own.
+func dirOwnerConflict(d keyDir, t Target, verb string, owner *Owner) error {
+	uid, err := d.uid()
+	if err != nil {
+		return osError(verb, t.Display, err)
+	}
+	if uid != owner.Uid && uid != 0 {
+		return fail(ReasonDirOwner, verb, t.Display)
+	}
+	return nil
+}
+
 // versionOwner is the owner recorded with the newest entry of key's history
 // that has version v; nil if none says.
 func (s *Store) versionOwner(key string, v Version) *Owner {

@@ -174,3 +174,55 @@ func forgetOwners(t *testing.T, s *Store) {
 		return nil
 	}))
 }
+
+// Bytes put back never land in a directory another user owns now: that
+// user could take them there (link, rename, read with the mode they get).
+// Root's key, deleted with its 0700 directory, and the directory made again
+// by nobody, is a conflict for a rewind and a restore, and nothing is
+// written. (The key used to come back into nobody's directory.)
+func TestPutBackIntoAnotherUsersDirectoryIsAConflict(t *testing.T) {
+	requireRoot(t)
+	ts := openTestStore(t)
+	ts.put("secret/key", "")
+	must(t, os.Chmod(ts.path("secret"), 0o700))
+	ts.putAs("secret/key", "root's key\n", 0, 0, 0o600)
+	v := ts.version("secret/key")
+	if _, err := ts.Checkpoint(context.Background(), "cp", nil); err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.RemoveAll(ts.path("secret")))
+	must(t, os.Mkdir(ts.path("secret"), 0o755))
+	must(t, os.Lchown(ts.path("secret"), 65534, 65534))
+
+	res := ts.rewind("cp")
+	if res.Conflicts != 1 || len(res.Actions) != 1 {
+		t.Fatalf("rewind: %+v, want one conflict", res)
+	}
+	wantErr(t, res.Actions[0].Err, ReasonDirOwner, "restore", "secret/key")
+	_, err := ts.Restore(context.Background(), ts.target("secret/key"), v, ToolWriter("me"))
+	wantErr(t, err, ReasonDirOwner, "restore", "/ws/secret/key")
+	if _, err := os.Lstat(ts.path("secret/key")); !os.IsNotExist(err) {
+		t.Fatalf("secret/key put back into nobody's directory (lstat: %v)", err)
+	}
+}
+
+// A directory the bytes' owner or root owns takes them back: nobody's
+// deleted file returns into root's directory, and into nobody's own.
+func TestPutBackIntoOwnersOrRootsDirectory(t *testing.T) {
+	requireRoot(t)
+	ts := openTestStore(t)
+	ts.put("mine/f", "")
+	must(t, os.Lchown(ts.path("mine"), 65534, 65534))
+	ts.putAs("mine/f", "nobody's\n", 65534, 65534, 0o600)
+	ts.putAs("g", "nobody's too\n", 65534, 65534, 0o644)
+	if _, err := ts.Checkpoint(context.Background(), "cp", nil); err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Remove(ts.path("mine/f")))
+	must(t, os.Remove(ts.path("g")))
+	if res := ts.rewind("cp"); res.Conflicts != 0 {
+		t.Fatalf("rewind: %+v", res)
+	}
+	ts.wantOwner("mine/f", "nobody's\n", 65534, 65534, 0o600)
+	ts.wantOwner("g", "nobody's too\n", 65534, 65534, 0o644)
+}

@@ -85,6 +85,9 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 	if cur.fi != nil {
 		perm = cur.fi.Mode().Perm()
 	}
+	if err := s.keepPrior(t, "write", cur); err != nil {
+		return res, err
+	}
 	data := []byte(content)
 	at := s.now() // before the publish: the racy rule compares against it
 	fi, err := s.publish(ctx, t, "write", data, perm, nil, &cur, intent.Kind == IntentCreateIfAbsent)
@@ -93,8 +96,8 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 		return res, err
 	}
 	res.Created, res.Previous = cur.fi == nil, cur.version
-	res.Version = s.commitPublished(t, cur, fi, at, data, w, also)
-	return res, nil
+	res.Version, err = s.commitPublished(t, "write", cur, fi, at, data, w, also)
+	return res, err
 }
 
 // writeAllowed applies the reference's order of write checks, and refuses
@@ -166,14 +169,37 @@ func (s *Store) updateLocked(ctx context.Context, t Target, cur snapshot, expect
 	if err != nil {
 		return res, err
 	}
+	if err := s.keepPrior(t, "", cur); err != nil {
+		return res, err
+	}
 	at := s.now()
 	fi, err := s.publish(ctx, t, "", data, cur.fi.Mode().Perm(), nil, &cur, false)
 	if err != nil {
 		return res, err
 	}
 	res.Previous = cur.version
-	res.Version = s.commitPublished(t, cur, fi, at, data, w, also)
-	return res, nil
+	res.Version, err = s.commitPublished(t, "", cur, fi, at, data, w, also)
+	return res, err
+}
+
+// keepPrior keeps the bytes cur found, an outside change the store has not
+// kept yet, in a commit of their own before a tool's write replaces them:
+// riding the write's commit, they would be gone from disk and from the
+// index alike if that commit failed (a full disk under the state
+// directory). A failure refuses the write with the file untouched. Bytes
+// the store does not keep anyway (over the capture limit, capture off) are
+// replaced as before.
+func (s *Store) keepPrior(t Target, verb string, cur snapshot) error {
+	if cur.fi == nil || cur.data == nil || !s.objects.keeps(int64(len(cur.data))) || s.kept(cur.version) {
+		return nil
+	}
+	if err := s.commit([]string{t.Key}, []change{{version: cur.version, data: cur.data, keepOnly: true}}); err != nil {
+		return indexError(verb, t.Display, err)
+	}
+	if !s.kept(cur.version) {
+		return &Error{Reason: ReasonWouldLose, Op: verb, Path: t.Display, Err: ErrWouldLose}
+	}
+	return nil
 }
 
 // published tells the OnPublish hook that key has new bytes, if it has. It
@@ -189,8 +215,11 @@ func (s *Store) published(key string, v *Version) {
 // before the write (an external change, if any) and the version the tool just
 // published: the hash of the bytes written, with the fingerprint the file has
 // after the rename, which is what later stats will see. The caller's also
-// run in that same transaction.
-func (s *Store) commitPublished(t Target, prior snapshot, fi fs.FileInfo, at time.Time, data []byte, w Writer, also []AlsoCommit) Version {
+// run in that same transaction. Its failure is ReasonIndex, with v: the
+// file is published, the index does not know (the next access rehashes it,
+// and the replaced bytes were kept first, keepPrior), and the caller must
+// hear so rather than report a recorded version.
+func (s *Store) commitPublished(t Target, verb string, prior snapshot, fi fs.FileInfo, at time.Time, data []byte, w Writer, also []AlsoCommit) (Version, error) {
 	v := Sum(data)
 	var fp fingerprint // none: forces a rehash on the next access
 	if fi != nil {
@@ -206,13 +235,10 @@ func (s *Store) commitPublished(t Target, prior snapshot, fi fs.FileInfo, at tim
 	}
 	keys = append(keys, t.Key)
 	cs = append(cs, change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at, data: keep, created: prior.fi == nil, also: also})
-	err := s.commit(keys, cs)
-	if err != nil {
-		// The file is published; only the index is behind. The next access
-		// rehashes it (the fingerprint will not match), so nothing is lost.
-		s.log.Error("update index after publish", "path", t.Key, "err", err)
+	if err := s.commit(keys, cs); err != nil {
+		return v, indexError(verb, t.Display, err)
 	}
-	return v
+	return v, nil
 }
 
 // snapshotRecord is the change recordSnapshot would make for snap, keeping
@@ -258,8 +284,15 @@ func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte,
 	return fi, nil
 }
 
-// publishIn is publish in the target's open directory d.
+// publishIn is publish in the target's open directory d. Bytes with a
+// known owner (put back by a restore or rewind) go only into a directory
+// their owner or root owns.
 func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, data []byte, perm fs.FileMode, owner *Owner, prior *snapshot, create bool) (fs.FileInfo, error) {
+	if owner != nil {
+		if err := dirOwnerConflict(d, t, verb, owner); err != nil {
+			return nil, err
+		}
+	}
 	tmp, err := s.writeTemp(d, data, perm, owner, prior.fi)
 	if err != nil {
 		return nil, osError(verb, t.Display, err)
