@@ -79,13 +79,23 @@ func TestDirectoryListings(t *testing.T) {
 	if n := ops.take(); n["READDIRPLUS"] < 10 {
 		t.Fatalf("the first listing took %d READDIRPLUS requests; the test needs a listing of many", n["READDIRPLUS"])
 	}
-	for range 3 {
-		if got := listNames(t, dir); !slices.Equal(got, want) {
-			t.Fatalf("cached listing differs: %d names", len(got))
+	// The watcher may still be handling the events of the 1,500 files made
+	// behind the mount's back, each of which rightly drops the cached
+	// listing (seen under load in CI): warm listings must come to send no
+	// request at all once it has caught up.
+	var last map[string]int
+	warm := testfuse.WaitFor(10*time.Second, func() bool {
+		ops.take()
+		for range 3 {
+			if got := listNames(t, dir); !slices.Equal(got, want) {
+				t.Fatalf("cached listing differs: %d names", len(got))
+			}
 		}
-	}
-	if n := ops.take(); n["OPENDIR"]+n["RELEASEDIR"]+n["READDIRPLUS"]+n["READDIR"] != 0 {
-		t.Errorf("warm listings sent requests: %v", n)
+		last = ops.take()
+		return last["OPENDIR"]+last["RELEASEDIR"]+last["READDIRPLUS"]+last["READDIR"] == 0
+	})
+	if !warm {
+		t.Errorf("warm listings still sent requests after 10 s: %v", last)
 	}
 
 	// A change through the mount, and one behind its back.
