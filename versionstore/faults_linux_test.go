@@ -2,6 +2,7 @@ package versionstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -211,5 +212,126 @@ func TestFullStateDiskFailsSync(t *testing.T) {
 	}
 	if got := ts.get("a.txt"); got != "two\n" {
 		t.Errorf("a failed rewind changed a.txt to %q", got)
+	}
+}
+
+// A full state disk at open fails the open with ENOSPC and moves nothing:
+// index.db stays with its history and checkpoints, and once there is room
+// the next open finds them all. (The open's first commit, which clears the
+// clean mark, used to be taken for damage: the healthy index was moved
+// aside, and the next start created an empty one in its place.)
+func TestFullStateDiskAtOpenKeepsIndex(t *testing.T) {
+	for _, crashed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("crashed=%v", crashed), func(t *testing.T) {
+			state := mountTmpfs(t, "1m")
+			ts := &testStore{t: t, dir: t.TempDir(), index: filepath.Join(state, "index.db")}
+			ts.open()
+			fillIndex(ts, 80)
+			cp, err := ts.Checkpoint(context.Background(), "before", nil)
+			must(t, err)
+			name := "d01/" + strings.Repeat("file", 40) + "-0001.txt"
+			if crashed {
+				ts.crash()
+			} else {
+				must(t, ts.Close())
+			}
+			punchFreePages(t, ts.index)
+			fill(t, state)
+
+			s, err := Open(ts.dir, ts.index, Options{})
+			if err == nil {
+				s.Close()
+				t.Fatal("open on a full state disk: no error")
+			}
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Errorf("open on a full state disk: %v, want ENOSPC", err)
+			}
+			if aside, _ := filepath.Glob(ts.index + ".*"); len(aside) != 0 {
+				t.Errorf("a full disk moved or copied the index: %v", aside)
+			}
+			if _, err := os.Stat(ts.index); err != nil {
+				t.Fatalf("index after the failed open: %v", err)
+			}
+
+			must(t, os.Remove(filepath.Join(state, "filler")))
+			ts.open()
+			t.Cleanup(func() { ts.Close() })
+			if _, ok := ts.Salvaged(); ok {
+				t.Error("a healthy index was salvaged")
+			}
+			if got, err := ts.FindCheckpoint("before"); err != nil || got.Seq != cp.Seq {
+				t.Fatalf("checkpoint after room was made: %+v, %v", got, err)
+			}
+			if h, err := ts.History(name); err != nil || len(h) != 1 {
+				t.Fatalf("history after room was made: %+v, %v", h, err)
+			}
+		})
+	}
+}
+
+// punchFreePages gives back to the filesystem the blocks of the closed
+// index's free pages and of what lies past its last page, so that on a full
+// disk the next commit, which writes there, has no room.
+func punchFreePages(t *testing.T, path string) {
+	t.Helper()
+	r, f := rawOf(t, path)
+	ps := int64(r.meta.pageSize)
+	punch := func(off, n int64) {
+		must(t, syscall.Fallocate(int(f.Fd()), 0x01|0x02, off, n)) // KEEP_SIZE|PUNCH_HOLE
+	}
+	buf, err := r.page(r.meta.freelist)
+	must(t, err)
+	le := binary.LittleEndian
+	idx, count := uint64(0), uint64(le.Uint16(buf[10:]))
+	if count == 0xFFFF {
+		idx, count = 1, le.Uint64(buf[pageHeaderSize:])
+	}
+	for i := idx; i < idx+count; i++ {
+		punch(int64(le.Uint64(buf[pageHeaderSize+8*i:]))*ps, ps)
+	}
+	if end := int64(r.meta.pgid) * ps; end < r.size {
+		punch(end, r.size-end)
+	}
+	must(t, f.Close())
+}
+
+// A damaged index whose salvage cannot be written (the state disk is full)
+// stays where it is: the open fails, and once there is room the next one
+// salvages it. (It used to be moved aside first, and the next start found
+// no index and created an empty one.)
+func TestFullStateDiskKeepsDamagedIndex(t *testing.T) {
+	state := mountTmpfs(t, "1m")
+	ts := &testStore{t: t, dir: t.TempDir(), index: filepath.Join(state, "index.db")}
+	ts.open()
+	fillIndex(ts, 80)
+	cp, err := ts.Checkpoint(context.Background(), "before", nil)
+	must(t, err)
+	ts.crash()
+	r, f := rawOf(t, ts.index)
+	root := bucketRoot(t, r, bucketHistory)
+	_, err = f.WriteAt(make([]byte, r.meta.pageSize), int64(root)*int64(r.meta.pageSize))
+	must(t, err)
+	must(t, f.Close())
+	fill(t, state)
+
+	if s, err := Open(ts.dir, ts.index, Options{}); err == nil {
+		s.Close()
+		t.Fatal("salvage on a full state disk: no error")
+	}
+	if aside, _ := filepath.Glob(ts.index + ".*"); len(aside) != 0 {
+		t.Errorf("a salvage that failed left %v", aside)
+	}
+	if _, err := os.Stat(ts.index); err != nil {
+		t.Fatalf("index after the failed salvage: %v", err)
+	}
+
+	must(t, os.Remove(filepath.Join(state, "filler")))
+	ts.open()
+	t.Cleanup(func() { ts.Close() })
+	if _, ok := ts.Salvaged(); !ok {
+		t.Error("the damaged index was not salvaged once there was room")
+	}
+	if got, err := ts.FindCheckpoint("before"); err != nil || got.Seq != cp.Seq {
+		t.Fatalf("checkpoint after the salvage: %+v, %v", got, err)
 	}
 }

@@ -54,6 +54,9 @@ type rawIndex struct {
 	size int64
 	meta rawMeta
 	seen []uint64 // one bit per page reached
+	// readErr is a meta page's read error other than the file's end: with
+	// no valid meta, the disk failed, not necessarily the index.
+	readErr error
 }
 
 func openRawIndex(f io.ReaderAt, size int64) (*rawIndex, error) {
@@ -75,6 +78,8 @@ func openRawIndex(f io.ReaderAt, size int64) (*rawIndex, error) {
 		r.meta = m0
 	case ok1:
 		r.meta = m1
+	case r.readErr != nil:
+		return nil, fmt.Errorf("read meta page: %w", r.readErr)
 	default:
 		return nil, errors.New("no valid meta page")
 	}
@@ -93,6 +98,9 @@ func openRawIndex(f io.ReaderAt, size int64) (*rawIndex, error) {
 func (r *rawIndex) readMeta(off, ps int64) (rawMeta, bool) {
 	var buf [pageHeaderSize + 64]byte
 	if _, err := r.f.ReadAt(buf[:], off); err != nil {
+		if !errors.Is(err, io.EOF) {
+			r.readErr = err
+		}
 		return rawMeta{}, false
 	}
 	le := binary.LittleEndian

@@ -23,17 +23,46 @@ import (
 // check runs, under recover and a deadline. The mark is cleared durably
 // before the store serves anything.
 
-// checkTimeout bounds bbolt's consistency check: one that cannot finish is
-// a damaged index, not a hang.
+// checkTimeout bounds bbolt's consistency check, so a start never hangs
+// on it. A check that cannot finish in time fails the open; it is not taken
+// for damage: the page walk before it has already ruled out what makes
+// bbolt loop or fault (cycles, pages out of bounds, bad types), so what is
+// left is a slow disk or a large index on a busy machine, and salvaging a
+// healthy index would cost the history nothing to gain. The next start
+// checks it again.
 var checkTimeout = time.Minute
 
 // errIndexHeld says another process has the index open.
 var errIndexHeld = errors.New("another process holds it")
 
+// indexDamage marks what is wrong with the index's structure: the page
+// walk's and bbolt's check's findings, bbolt's refusal of its meta pages,
+// a panic on its pages. Only these salvage the index; any other error (a
+// full disk, EIO, a lock or mmap error, a check that did not finish) fails
+// the open and moves nothing.
+type indexDamage struct{ err error }
+
+func (d indexDamage) Error() string { return d.err.Error() }
+func (d indexDamage) Unwrap() error { return d.err }
+
+func isDamage(err error) bool {
+	var d indexDamage
+	return errors.As(err, &d)
+}
+
+// damage marks a finding of the page walk as damage, unless an errno in it
+// says that the disk failed, not the index.
+func damage(err error) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return err
+	}
+	return indexDamage{err}
+}
+
 // openIndex opens the bbolt file at path, creating it if missing. A damaged
-// one is kept aside and what can be read of it salvaged into a new one
-// (salvage.go); versions it lost are recomputed from the files on first
-// access.
+// one is salvaged into a new one, and kept beside it (salvage.go); versions
+// it lost are recomputed from the files on first access.
 func openIndex(path string, log *slog.Logger) (db *bolt.DB, salvaged bool, err error) {
 	if err := prepareIndexFile(path); err != nil {
 		return nil, false, err
@@ -46,22 +75,19 @@ func openIndex(path string, log *slog.Logger) (db *bolt.DB, salvaged bool, err e
 	// it on open by walking every page in a goroutine of its own.
 	bopts := &bolt.Options{Timeout: time.Second, FreelistType: bolt.FreelistMapType}
 	db, err = openChecked(path, bopts)
-	if errors.Is(err, errIndexHeld) {
-		return nil, false, fmt.Errorf("open index %s: %w", path, errIndexHeld)
-	}
-	if err == nil {
+	switch {
+	case err == nil:
 		return db, false, nil
+	case errors.Is(err, errIndexHeld):
+		return nil, false, fmt.Errorf("open index %s: %w", path, errIndexHeld)
+	case errors.Is(err, errCheckTimeout):
+		return nil, false, fmt.Errorf("open index %s: %w; it is kept as it is, start again when the machine is less busy", path, err)
+	case !isDamage(err):
+		return nil, false, fmt.Errorf("open index %s: %w; it is kept as it is, make room or repair the disk where the state lives and start again", path, err)
 	}
-	aside := fmt.Sprintf("%s.damaged-%d", path, time.Now().Unix())
-	log.Warn("index damaged, salvaging it into a new one", "path", path, "kept_as", aside, "err", err)
-	if rerr := os.Rename(path, aside); rerr != nil {
-		return nil, false, fmt.Errorf("open index: %w (and moving it aside: %v)", err, rerr)
-	}
-	if db, err = openChecked(path, bopts); err != nil {
-		return nil, false, fmt.Errorf("open index: %w", err)
-	}
-	if _, err := salvage(aside, db, log); err != nil {
-		log.Error("index not salvaged: its history, checkpoints and observations are lost", "kept_as", aside, "err", err)
+	log.Warn("index damaged, salvaging it into a new one", "path", path, "err", err)
+	if db, err = salvageIndex(path, bopts, log); err != nil {
+		return nil, false, fmt.Errorf("salvage index %s: %w; the damaged index is kept as it is, make room or repair the disk where the state lives and start again", path, err)
 	}
 	return db, true, nil
 }
@@ -82,6 +108,9 @@ func openChecked(path string, bopts *bolt.Options) (*bolt.DB, error) {
 	}
 	if !clean {
 		if err := checkIndex(db); err != nil {
+			if !errors.Is(err, errCheckTimeout) {
+				err = indexDamage{err}
+			}
 			if errors.Is(err, errCheckTimeout) {
 				go db.Close() // waits for the check's transaction
 			} else {
@@ -119,18 +148,18 @@ func examineIndex(path string) (clean bool, err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			clean, err = false, fmt.Errorf("index check: %v", r)
+			clean, err = false, indexDamage{fmt.Errorf("index check: %v", r)}
 		}
 	}()
 	r, err := openRawIndex(f, fi.Size())
 	if err != nil {
-		return false, fmt.Errorf("index check: %w", err)
+		return false, damage(fmt.Errorf("index check: %w", err))
 	}
 	if r.cleanMark() {
 		return true, nil
 	}
 	if err := walkIndexFile(f, fi.Size()); err != nil {
-		return false, fmt.Errorf("index check: %w", err)
+		return false, damage(fmt.Errorf("index check: %w", err))
 	}
 	return false, nil
 }
@@ -177,10 +206,14 @@ func openBolt(path string, opts *bolt.Options) (db *bolt.DB, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("open index: %v", r)
+			err = indexDamage{fmt.Errorf("open index: %v", r)}
 		}
 	}()
-	return bolt.Open(path, 0o600, opts)
+	db, err = bolt.Open(path, 0o600, opts)
+	if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) {
+		err = indexDamage{err}
+	}
+	return db, err
 }
 
 // prepareIndex creates the buckets and clears the clean-shutdown mark
@@ -189,7 +222,7 @@ func prepareIndex(db *bolt.DB) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("prepare index: %v", r)
+			err = indexDamage{fmt.Errorf("prepare index: %v", r)}
 		}
 	}()
 	return db.Update(func(tx *bolt.Tx) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -45,12 +46,14 @@ var keySalvage = []byte("salvage")
 var jsonBuckets = map[string]bool{string(bucketFiles): true, string(bucketHistory): true, string(bucketJournal): true, string(bucketCheckpoints): true}
 
 // salvage copies what can be read of the damaged index at path into db, and
-// records and logs what it copied and lost.
-func salvage(path string, db *bolt.DB, log *slog.Logger) (rep SalvageReport, err error) {
-	rep = SalvageReport{At: time.Now().UTC(), From: path, Copied: map[string]int{}}
+// records and logs what it copied and lost; keptAs is where the damaged file
+// will be kept. An error that is not indexDamage (the new index's commit, a
+// read of the old one) is the disk's.
+func salvage(path, keptAs string, db *bolt.DB, log *slog.Logger) (rep SalvageReport, err error) {
+	rep = SalvageReport{At: time.Now().UTC(), From: keptAs, Copied: map[string]int{}}
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("salvage index: %v", r)
+			err = indexDamage{fmt.Errorf("salvage index: %v", r)}
 		}
 	}()
 	f, err := os.Open(path)
@@ -64,7 +67,7 @@ func salvage(path string, db *bolt.DB, log *slog.Logger) (rep SalvageReport, err
 	}
 	r, err := openRawIndex(f, fi.Size())
 	if err != nil {
-		return rep, fmt.Errorf("salvage index: %w", err)
+		return rep, damage(fmt.Errorf("salvage index: %w", err))
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		c := &salvager{r: r, rep: &rep}
@@ -92,9 +95,65 @@ func salvage(path string, db *bolt.DB, log *slog.Logger) (rep SalvageReport, err
 	if err != nil {
 		return rep, fmt.Errorf("salvage index: %w", err)
 	}
-	log.Warn("index salvaged", "from", path, "copied", rep.Copied, "pages_lost", rep.Lost,
+	log.Warn("index salvaged", "from", keptAs, "copied", rep.Copied, "pages_lost", rep.Lost,
 		"history_complete_until", rep.CompleteUntil, "journal_seq", rep.JournalSeq)
 	return rep, nil
+}
+
+// salvageIndex salvages the damaged index at path into path.new, and only
+// once that is written puts the new index in its place, keeping the damaged
+// one beside it as path.damaged-<time>. Until then the original stays at
+// path: a salvage that fails (a full disk) loses nothing, and the next start
+// tries again.
+func salvageIndex(path string, bopts *bolt.Options, log *slog.Logger) (*bolt.DB, error) {
+	tmp := path + ".new"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("remove %s: %w", tmp, err)
+	}
+	db, err := openChecked(tmp, bopts)
+	if err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	aside := fmt.Sprintf("%s.damaged-%d", path, time.Now().Unix())
+	if _, err := salvage(path, aside, db, log); err != nil {
+		if !isDamage(err) {
+			db.Close()
+			os.Remove(tmp)
+			return nil, err
+		}
+		log.Error("index not salvaged: its history, checkpoints and observations are lost", "kept_as", aside, "err", err)
+	}
+	if err := replaceIndex(path, tmp, aside); err != nil {
+		db.Close()
+		os.Remove(tmp)
+		return nil, err
+	}
+	return db, nil
+}
+
+// replaceIndex keeps the index at path as aside and puts tmp in its place.
+// A hard link keeps it, so that path names an index at every moment (a
+// start that found none would create an empty one); where the filesystem
+// has no hard links, it is renamed.
+func replaceIndex(path, tmp, aside string) error {
+	if err := os.Link(path, aside); err != nil {
+		if err := os.Rename(path, aside); err != nil {
+			return fmt.Errorf("keep damaged index: %w", err)
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("replace index: %w", err)
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("sync state directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync state directory: %w", err)
+	}
+	return nil
 }
 
 // salvager copies entries from the raw index, counting what it loses.
