@@ -137,11 +137,11 @@ func (r *renameOp) run(ctx context.Context, mv move) syscall.Errno {
 	r.np.noteSelfChild(r.newName)
 	store := r.n.fsys.store
 	// Both paths' bytes stay restorable: the file moved away and the one
-	// replaced.
-	if !mv.dir {
-		store.Preserve(mv.oldKey)
-	}
-	created := !mv.targetDir && store.Preserve(mv.newKey) && mv.regular
+	// replaced. For a directory, Preserve settles the tools' writes below
+	// it (see versionstore's settle.go).
+	store.Preserve(mv.oldKey)
+	absent := store.Preserve(mv.newKey)
+	created := absent && !mv.targetDir && mv.regular
 	if err := renameat2(r.fd, r.name, r.nfd, r.newName, r.flags); err != nil {
 		return toErrno(err)
 	}

@@ -42,6 +42,7 @@ func (s *Store) Created(key string) {
 // preserveLocked is Preserve; queued makes the record join the mount's
 // pending batch instead of committing at once.
 func (s *Store) preserveLocked(key string, queued bool) (absent bool) {
+	s.settleUnder(key, true) // a tool's publish there is on disk, and done, before the change
 	s.mount.mu.Lock()
 	born := s.mount.bornAbsent[key]
 	s.mount.mu.Unlock()

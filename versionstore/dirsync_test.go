@@ -7,46 +7,58 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// recordSyncs records traceSync's events until the test ends.
-func recordSyncs(t *testing.T) *[]string {
-	var ops []string
-	traceSync = func(op, name string) { ops = append(ops, op+" "+name) }
-	t.Cleanup(func() { traceSync = nil })
-	return &ops
+// syncLog is what traceSync reported, from any goroutine.
+type syncLog struct {
+	mu  sync.Mutex
+	ops []string
 }
 
-// A published name is durable before the write returns: the directory
-// that holds it is synced after the link or rename, and a directory the
-// publish made is synced into its parent first.
+func (l *syncLog) get() []string { l.mu.Lock(); defer l.mu.Unlock(); return slices.Clone(l.ops) }
+func (l *syncLog) reset()        { l.mu.Lock(); defer l.mu.Unlock(); l.ops = nil }
+
+// recordSyncs records traceSync's events until the test ends.
+func recordSyncs(t *testing.T) *syncLog {
+	l := &syncLog{}
+	traceSync = func(op, name string) { l.mu.Lock(); l.ops = append(l.ops, op+" "+name); l.mu.Unlock() }
+	t.Cleanup(func() { traceSync = nil })
+	return l
+}
+
+// A publish that syncs (a restore's, or one too large to ride its commit)
+// is durable before the write returns: the directory that holds it is
+// synced after the link or rename, and a directory the publish made is
+// synced into its parent first.
 func TestPublishSyncsItsDirectory(t *testing.T) {
 	ts := openTestStore(t)
+	ts.syncPublishes = true
 	ops := recordSyncs(t)
 	tg := Target{Key: "a/b/f", Display: "/ws/a/b/f"}
 	res, err := ts.WriteText(context.Background(), tg, "one\n", Intent{Kind: IntentCreateIfAbsent}, ToolWriter("t"))
 	must(t, err)
 	want := []string{"sync .", "sync a", "link a/b/f", "sync a/b"}
-	if !slices.Equal(*ops, want) {
-		t.Fatalf("create: %q, want %q", *ops, want)
+	if got := ops.get(); !slices.Equal(got, want) {
+		t.Fatalf("create: %q, want %q", got, want)
 	}
-	*ops = nil
+	ops.reset()
 	// The index commit comes after: work committed with the version sees
 	// the directory synced.
 	committed := func(_ *bolt.Tx, _ Version) error { traceSync("commit", tg.Key); return nil }
 	_, err = ts.WriteText(context.Background(), tg, "two\n", Intent{Kind: IntentReplaceIfVersion, Version: res.Version}, ToolWriter("t"), committed)
 	must(t, err)
-	if want := []string{"rename a/b/f", "sync a/b", "commit a/b/f"}; !slices.Equal(*ops, want) {
-		t.Fatalf("replace: %q, want %q", *ops, want)
+	if got, want := ops.get(), []string{"rename a/b/f", "sync a/b", "commit a/b/f"}; !slices.Equal(got, want) {
+		t.Fatalf("replace: %q, want %q", got, want)
 	}
-	*ops = nil
+	ops.reset()
 	_, err = ts.WriteText(context.Background(), Target{Key: "top", Display: "/ws/top"}, "x\n", Intent{}, ToolWriter("t"))
 	must(t, err)
-	if want := []string{"rename top", "sync ."}; !slices.Equal(*ops, want) {
-		t.Fatalf("top level: %q, want %q", *ops, want)
+	if got, want := ops.get(), []string{"rename top", "sync ."}; !slices.Equal(got, want) {
+		t.Fatalf("top level: %q, want %q", got, want)
 	}
 }
 
@@ -63,7 +75,7 @@ func TestObjectFileSyncsItsDirectory(t *testing.T) {
 	must(t, err)
 	h := hex.EncodeToString(v[:])
 	var objs []string
-	for _, op := range *ops {
+	for _, op := range ops.get() {
 		if strings.Contains(op, " state") {
 			objs = append(objs, op)
 		}

@@ -108,6 +108,7 @@ func (s *Store) runAlso(tx *bolt.Tx, key string, c change) {
 // transaction, and large ones written to their files. It returns once the
 // transaction is durable; concurrent callers share it (groupcommit.go).
 func (s *Store) commit(keys []string, cs []change) error {
+	s.settleKeys(keys, cs)
 	var objs []packed
 	now := s.now()
 	s.objects.files.RLock()
@@ -140,9 +141,13 @@ func (s *Store) commit(keys []string, cs []change) error {
 		}
 		objs = append(objs, p)
 	}
-	var added int64 // to the objects in files of their own
+	var added int64                 // to the objects in files of their own
+	owed := s.owedDrops(everything) // settled publishes' records ride along
 	err := s.commits.update(func(tx *bolt.Tx) error {
 		added = 0
+		if err := dropSettled(tx, owed); err != nil {
+			return err
+		}
 		for _, p := range objs {
 			n, err := putObject(tx, p)
 			if err != nil {
@@ -168,6 +173,7 @@ func (s *Store) commit(keys []string, cs []change) error {
 	})
 	if err == nil {
 		s.objectsAdded(added)
+		s.forgetSettled(owed)
 	}
 	return err
 }

@@ -242,7 +242,11 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, owner *O
 		}
 		return res, s.commitAfter(t, cur, change{writer: w, at: at})
 	}
-	fi, err := s.publish(ctx, t, "restore", data, own.Perm, &own, &cur, cur.fi == nil)
+	mode := pubMode(0)
+	if cur.fi == nil {
+		mode = pubCreate
+	}
+	fi, err := s.publish(ctx, t, "restore", data, own.Perm, &own, &cur, mode)
 	if err != nil {
 		return res, err
 	}

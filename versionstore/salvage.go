@@ -43,7 +43,7 @@ var keySalvage = []byte("salvage")
 
 // jsonBuckets are the store's buckets whose values are JSON: a value from
 // a damaged page that does not parse is not copied.
-var jsonBuckets = map[string]bool{string(bucketFiles): true, string(bucketHistory): true, string(bucketJournal): true, string(bucketCheckpoints): true}
+var jsonBuckets = map[string]bool{string(bucketFiles): true, string(bucketHistory): true, string(bucketJournal): true, string(bucketCheckpoints): true, string(bucketUnsettled): true}
 
 // salvage copies what can be read of the damaged index at path into db, and
 // records and logs what it copied and lost; keptAs is where the damaged file

@@ -58,6 +58,13 @@ type Options struct {
 	// move it forward to make fresh files' timestamps settled.
 	Now func() time.Time
 
+	// SyncPublishes syncs every tool publish, file and directory, before
+	// its commit, instead of letting small ones settle after it
+	// (settle.go). A power cut then never leaves the backing directory
+	// behind the index, even before the store has opened it again; each
+	// edit costs two more syncs.
+	SyncPublishes bool
+
 	// CaptureMaxBytes is the largest file whose bytes are kept in the
 	// object store (default DefaultCaptureMaxBytes); larger files keep
 	// versions only. Negative keeps no bytes at all.
@@ -96,6 +103,11 @@ type Store struct {
 
 	objects *objectStore
 	retain  retention
+
+	// settle tracks tool publishes not yet synced (settle.go), unless
+	// syncPublishes (Options.SyncPublishes).
+	settle        settler
+	syncPublishes bool
 
 	// beforePublish, when set by tests, runs between the check and the
 	// publish of a mutation, to stage races deterministically.
@@ -144,6 +156,8 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		historyLimit: opts.HistoryLimit,
 		stopSync:     make(chan struct{}),
 		onPublish:    opts.OnPublish,
+
+		syncPublishes: opts.SyncPublishes,
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -193,6 +207,13 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 	})
 	s.retain.pageSize = int64(s.db.Info().PageSize)
 	s.retain.index.Store(s.indexBytes())
+	s.settle.init()
+	if err := s.redoUnsettled(); err != nil {
+		s.db.Close()
+		root.Close()
+		rootDir.Close()
+		return nil, fmt.Errorf("finish tool writes a crash interrupted: %w", err)
+	}
 	s.syncDone.Add(1)
 	go s.flushLoop()
 	return s, nil
@@ -249,7 +270,8 @@ func inside(dir, p string) bool {
 	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
 
-// flushLoop commits the mount's queued versions every mountFlushInterval.
+// flushLoop commits the mount's queued versions every mountFlushInterval,
+// and settles tool publishes as they come (settle.go).
 func (s *Store) flushLoop() {
 	defer s.syncDone.Done()
 	flush := time.NewTicker(mountFlushInterval)
@@ -260,6 +282,8 @@ func (s *Store) flushLoop() {
 			return
 		case <-flush.C:
 			s.flushPending()
+		case <-s.settle.kick:
+			s.logErr("settle tool writes", "", s.settleWhere(everything, false))
 		}
 	}
 }
@@ -280,6 +304,7 @@ func (s *Store) Close() error {
 		close(s.stopSync)
 		s.syncDone.Wait()
 		s.flushPending()
+		s.logErr("settle tool writes", "", s.settleWhere(everything, true))
 		s.retain.wait()
 		err := errors.Join(markClean(s.db), s.db.Close(), s.root.Close(), s.rootDir.Close())
 		if err != nil {

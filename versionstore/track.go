@@ -41,6 +41,9 @@ type change struct {
 	unkept byte
 	// also run in the transaction that records the change (AlsoCommit).
 	also []AlsoCommit
+	// unsettled, for a tool's publish not yet synced, is what recovery
+	// needs to finish it (settle.go). Any other change drops key's record.
+	unsettled *unsettled
 }
 
 // record applies c to the index entry of key. A change to a different version
@@ -85,6 +88,14 @@ func (s *Store) record(tx *bolt.Tx, key string, c change) error {
 	r.Version, r.FP, r.Recorded = c.version, c.fp, c.at.UnixNano()
 	if c.fp.Perm != 0 {
 		r.Perm = c.fp.Perm
+	}
+	if c.unsettled != nil {
+		err = putUnsettled(tx, key, *c.unsettled)
+	} else {
+		err = dropUnsettled(tx, key, c.version)
+	}
+	if err != nil {
+		return err
 	}
 	return putRecord(tx, key, r)
 }
@@ -132,6 +143,7 @@ func (s *Store) indexAgrees(key string, fp fingerprint, v Version) bool {
 // noteAbsent records that key was found missing, if the index thought otherwise.
 func (s *Store) noteAbsent(key string) {
 	unlock := s.locks.Lock(key)
+	s.settleUnder(key, false)
 	defer unlock()
 	if _, err := s.lstatKey(key); !errors.Is(err, fs.ErrNotExist) {
 		return
@@ -202,6 +214,7 @@ func (s *Store) commitChange(key string, c change) {
 	if s.dirty(key) {
 		return
 	}
+	s.settleUnder(key, false)
 	s.logErr("update index", key, s.db.Update(func(tx *bolt.Tx) error { return s.record(tx, key, c) }))
 }
 
@@ -494,6 +507,7 @@ func (s *Store) recordSeen(key string, snap snapshot) {
 	if snap.statOnly || snap.fi != nil && (!snap.fi.Mode().IsRegular() || s.indexAgrees(key, snap.fp, snap.version)) {
 		return
 	}
+	s.settleUnder(key, false)
 	s.logErr("update index", key, s.db.Update(func(tx *bolt.Tx) error {
 		return s.recordSnapshot(tx, key, snap)
 	}))

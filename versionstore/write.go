@@ -90,13 +90,17 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 	}
 	data := []byte(content)
 	at := s.now() // before the publish: the racy rule compares against it
-	fi, err := s.publish(ctx, t, "write", data, perm, nil, &cur, intent.Kind == IntentCreateIfAbsent)
+	mode := s.toolPublish(t.Key, len(data))
+	if intent.Kind == IntentCreateIfAbsent {
+		mode |= pubCreate
+	}
+	fi, err := s.publish(ctx, t, "write", data, perm, nil, &cur, mode)
 	if err != nil {
 		s.recordSeen(t.Key, cur)
 		return res, err
 	}
 	res.Created, res.Previous = cur.fi == nil, cur.version
-	res.Version, err = s.commitPublished(t, "write", cur, fi, at, data, w, also)
+	res.Version, err = s.commitPublished(t, "write", cur, fi, at, data, perm, mode, w, also)
 	return res, err
 }
 
@@ -173,12 +177,13 @@ func (s *Store) updateLocked(ctx context.Context, t Target, cur snapshot, expect
 		return res, err
 	}
 	at := s.now()
-	fi, err := s.publish(ctx, t, "", data, cur.fi.Mode().Perm(), nil, &cur, false)
+	mode := s.toolPublish(t.Key, len(data))
+	fi, err := s.publish(ctx, t, "", data, cur.fi.Mode().Perm(), nil, &cur, mode)
 	if err != nil {
 		return res, err
 	}
 	res.Previous = cur.version
-	res.Version, err = s.commitPublished(t, "", cur, fi, at, data, w, also)
+	res.Version, err = s.commitPublished(t, "", cur, fi, at, data, cur.fi.Mode().Perm(), mode, w, also)
 	return res, err
 }
 
@@ -211,6 +216,18 @@ func (s *Store) published(key string, v *Version) {
 	}
 }
 
+// toolPublish is how a tool's write or edit of n bytes at key publishes:
+// unsynced when its bytes ride its commit (settle.go), after any earlier
+// unsettled publish of key has settled, so that one can never be taken for
+// this one lost. Callers hold key's lock.
+func (s *Store) toolPublish(key string, n int) pubMode {
+	if !s.deferrable(n) {
+		return 0
+	}
+	s.settleUnder(key, false)
+	return pubUnsynced
+}
+
 // commitPublished records, in one index transaction, what the store found
 // before the write (an external change, if any) and the version the tool just
 // published: the hash of the bytes written, with the fingerprint the file has
@@ -218,8 +235,10 @@ func (s *Store) published(key string, v *Version) {
 // run in that same transaction. Its failure is ReasonIndex, with v: the
 // file is published, the index does not know (the next access rehashes it,
 // and the replaced bytes were kept first, keepPrior), and the caller must
-// hear so rather than report a recorded version.
-func (s *Store) commitPublished(t Target, verb string, prior snapshot, fi fs.FileInfo, at time.Time, data []byte, w Writer, also []AlsoCommit) (Version, error) {
+// hear so rather than report a recorded version. An unsynced publish
+// (mode) is recorded as unsettled, with its bytes, in the same commit, and
+// on a failure is synced before the caller hears.
+func (s *Store) commitPublished(t Target, verb string, prior snapshot, fi fs.FileInfo, at time.Time, data []byte, perm fs.FileMode, mode pubMode, w Writer, also []AlsoCommit) (Version, error) {
 	v := Sum(data)
 	var fp fingerprint // none: forces a rehash on the next access
 	if fi != nil {
@@ -233,10 +252,22 @@ func (s *Store) commitPublished(t Target, verb string, prior snapshot, fi fs.Fil
 	if c, ok := s.snapshotRecord(t.Key, prior); ok {
 		keys, cs = append(keys, t.Key), append(cs, c)
 	}
-	keys = append(keys, t.Key)
-	cs = append(cs, change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at, data: keep, created: prior.fi == nil, also: also})
+	c := change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at, data: keep, created: prior.fi == nil, also: also}
+	if mode&pubUnsynced != 0 {
+		c.unsettled = &unsettled{Version: v, Prior: prior.version, Size: int64(len(data)), Perm: perm}
+		if prior.fi == nil {
+			c.unsettled.Prior = Version{}
+		}
+	}
+	keys, cs = append(keys, t.Key), append(cs, c)
 	if err := s.commit(keys, cs); err != nil {
+		if c.unsettled != nil {
+			s.logErr("sync a tool write", t.Key, s.syncKey(t.Key, map[string]bool{}))
+		}
 		return v, indexError(verb, t.Display, err)
+	}
+	if c.unsettled != nil {
+		s.noteUnsettled(t.Key, *c.unsettled)
 	}
 	return v, nil
 }
@@ -256,11 +287,22 @@ func (s *Store) snapshotRecord(key string, snap snapshot) (change, bool) {
 	return c, true
 }
 
+// pubMode says how publish places the bytes.
+type pubMode uint8
+
+const (
+	// pubCreate hard-links the file into place: it must not replace one.
+	pubCreate pubMode = 1 << iota
+	// pubUnsynced syncs neither the file nor its directory: the caller's
+	// commit records the publish as unsettled, with its bytes (settle.go).
+	pubUnsynced
+)
+
 // publish makes data the content of t atomically: a temp file in the same
 // directory is written, given perm and owner (nil: prior's owner, when the store may),
 // fsynced, then renamed over the target, or hard-linked for a create that
-// must not replace anything, and the directory synced: the new name is
-// durable before the index records it. Missing parents are created (and
+// must not replace anything (pubCreate), and the directory synced: the new name is
+// durable before the index records it, unless mode has pubUnsynced. Missing parents are created (and
 // synced into theirs). Every step is
 // made relative to one descriptor of the target's directory, opened
 // without following a link (keydir.go): a directory swapped for a link
@@ -269,13 +311,13 @@ func (s *Store) snapshotRecord(key string, snap snapshot) (change, bool) {
 // target, and a dangling link is not a regular file. On failure nothing is
 // left behind and the target is untouched. It returns the stat of the
 // published file.
-func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte, perm fs.FileMode, owner *Owner, prior *snapshot, create bool) (fs.FileInfo, error) {
+func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte, perm fs.FileMode, owner *Owner, prior *snapshot, mode pubMode) (fs.FileInfo, error) {
 	if ctx.Err() != nil {
 		return nil, fail(ReasonAborted, verb, "")
 	}
 	var fi fs.FileInfo
 	err := s.inKeyDir(t.Key, true, func(d keyDir) (err error) {
-		fi, err = s.publishIn(ctx, d, t, verb, data, perm, owner, prior, create)
+		fi, err = s.publishIn(ctx, d, t, verb, data, perm, owner, prior, mode)
 		return err
 	})
 	if err != nil {
@@ -287,13 +329,14 @@ func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte,
 // publishIn is publish in the target's open directory d. Bytes with a
 // known owner (put back by a restore or rewind) go only into a directory
 // their owner or root owns.
-func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, data []byte, perm fs.FileMode, owner *Owner, prior *snapshot, create bool) (fs.FileInfo, error) {
+func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, data []byte, perm fs.FileMode, owner *Owner, prior *snapshot, mode pubMode) (fs.FileInfo, error) {
 	if owner != nil {
 		if err := dirOwnerConflict(d, t, verb, owner); err != nil {
 			return nil, err
 		}
 	}
-	tmp, err := s.writeTemp(d, data, perm, owner, prior.fi)
+	synced := mode&pubUnsynced == 0
+	tmp, err := s.writeTemp(d, data, perm, owner, prior.fi, synced)
 	if err != nil {
 		return nil, osError(verb, t.Display, err)
 	}
@@ -305,7 +348,7 @@ func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, 
 		// The last point at which a cancelled call changes nothing.
 		return nil, fail(ReasonAborted, verb, "")
 	}
-	if create {
+	if mode&pubCreate != 0 {
 		if err := d.link(tmp, d.name); err != nil {
 			return nil, s.createFailure(d, t, err)
 		}
@@ -326,9 +369,11 @@ func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, 
 			return nil, osError(verb, t.Display, err)
 		}
 	}
-	if err := d.sync(); err != nil {
-		// Published, perhaps not durably: not acknowledged.
-		return nil, osError(verb, t.Display, err)
+	if synced { // else durable with the caller's commit, settled later (settle.go)
+		if err := d.sync(); err != nil {
+			// Published, perhaps not durably: not acknowledged.
+			return nil, osError(verb, t.Display, err)
+		}
 	}
 	fi, err := d.lstat(d.name)
 	if err != nil {
@@ -338,8 +383,9 @@ func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, 
 	return fi, nil
 }
 
-// writeTemp writes data to a new temp file in d and returns its name.
-func (s *Store) writeTemp(d keyDir, data []byte, perm fs.FileMode, owner *Owner, prior fs.FileInfo) (string, error) {
+// writeTemp writes data to a new temp file in d, synced if sync, and
+// returns its name.
+func (s *Store) writeTemp(d keyDir, data []byte, perm fs.FileMode, owner *Owner, prior fs.FileInfo, sync bool) (string, error) {
 	tmp := tempName(d.name)
 	f, err := d.open(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
@@ -354,7 +400,7 @@ func (s *Store) writeTemp(d keyDir, data []byte, perm fs.FileMode, owner *Owner,
 	} else if err == nil && prior != nil {
 		chownLike(f, prior)
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

@@ -1,0 +1,386 @@
+package versionstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sync"
+	"sync/atomic"
+
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+)
+
+// A tool's write or edit is acknowledged once its index commit is durable,
+// and that commit holds the new bytes (the object store keeps them inline).
+// The published file itself need not be on disk yet: waiting for its fsync
+// and its directory's as well as the index's doubled the cost of a small
+// edit. So a small tool publish is written and renamed without syncing, and
+// its commit records, in the "unsettled" bucket, what the file must be and
+// what it was before. The settler then syncs the file and its directory in
+// the background and drops the record: the publish is settled.
+//
+// After a power cut, Open looks at every record left (redoUnsettled): a file
+// that still shows the bytes before the publish (its rename was lost), is
+// missing after a create, or came back empty or zero-filled (its data was
+// lost) is written again from the kept bytes, durably, before anything is
+// served. A file showing anything else was changed after the publish, and
+// that change is kept as it is.
+//
+// Every change to a file with a record waits for the record to settle
+// first, so a later change can never be taken for a lost publish: the
+// mount's (Preserve, which every write, truncation, unlink and rename
+// through the mount calls), a tool's next publish, and any commit naming
+// the path. Only a process writing straight into the backing directory
+// within the moment between a publish and its settling goes unordered.
+
+var bucketUnsettled = []byte("unsettled")
+
+// unsettledLimit is the largest publish that may be acknowledged before its
+// file is synced: its bytes always fit inline in the index (inlineLimit).
+const unsettledLimit = 256 << 10
+
+// unsettled is what a publish not yet on disk must leave: the version, and
+// the version the path held before (zero: no file).
+type unsettled struct {
+	Version Version     `json:"version"`
+	Prior   Version     `json:"prior,omitzero"`
+	Size    int64       `json:"size"`
+	Perm    fs.FileMode `json:"perm"`
+}
+
+// settler tracks the unsettled publishes in memory. A publish is first
+// pending (its file and directory to be synced), then synced: its record
+// is owed a deletion, which rides the next index commit (commit) or, when
+// a change is about to follow, a commit of its own.
+type settler struct {
+	mu      sync.Mutex
+	pending map[string]settling
+	count   atomic.Int64 // len(pending), read without mu on the hot paths
+	kick    chan struct{}
+}
+
+type settling struct {
+	unsettled
+	synced bool
+}
+
+func (st *settler) init() {
+	st.pending = map[string]settling{}
+	st.kick = make(chan struct{}, 1)
+}
+
+// deferrable reports whether a tool publish of n bytes may be acknowledged
+// before its file is synced: its bytes are kept inline with the commit.
+func (s *Store) deferrable(n int) bool {
+	return !s.syncPublishes && n <= unsettledLimit && s.objects.keeps(int64(n))
+}
+
+// noteUnsettled remembers key's unsettled publish, whose record has just
+// committed, and wakes the settler (flushLoop).
+func (s *Store) noteUnsettled(key string, u unsettled) {
+	s.settle.mu.Lock()
+	if _, ok := s.settle.pending[key]; !ok {
+		s.settle.count.Add(1)
+	}
+	s.settle.pending[key] = settling{unsettled: u}
+	s.settle.mu.Unlock()
+	select {
+	case s.settle.kick <- struct{}{}:
+	default:
+	}
+}
+
+// settleUnder syncs the publishes at key and below it before a change
+// there; with drop, their records are deleted durably too, for a change
+// that no commit records yet (the mount's). An error is logged: the change
+// goes ahead, and the record stays for the next try.
+func (s *Store) settleUnder(key string, drop bool) {
+	if s.settle.count.Load() == 0 {
+		return
+	}
+	s.logErr("settle tool writes", key, s.settleWhere(func(k string) bool { return under(k, key) }, drop))
+}
+
+// settleKeys syncs the publishes of keys that a commit is about to record,
+// unless the commit is the publish itself; the commit drops their records.
+func (s *Store) settleKeys(keys []string, cs []change) {
+	if s.settle.count.Load() == 0 {
+		return
+	}
+	for i, k := range keys {
+		if cs[i].unsettled == nil {
+			s.settleUnder(k, false)
+		}
+	}
+}
+
+// settleWhere syncs the file and directory of every pending publish whose
+// key match accepts (a file that is gone is settled by its directory's
+// sync), and with drop deletes their records in a commit of its own.
+func (s *Store) settleWhere(match func(string) bool, drop bool) error {
+	s.settle.mu.Lock()
+	var todo []string
+	found := false
+	for k, p := range s.settle.pending {
+		if match(k) {
+			found = true
+			if !p.synced {
+				todo = append(todo, k)
+			}
+		}
+	}
+	s.settle.mu.Unlock()
+	if !found {
+		return nil
+	}
+	var errs []error
+	synced := map[string]bool{} // directories
+	for _, k := range todo {
+		s.settle.mu.Lock()
+		p := s.settle.pending[k]
+		s.settle.mu.Unlock()
+		if err := s.syncKey(k, synced); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.settle.mu.Lock()
+		if cur, ok := s.settle.pending[k]; ok && cur.Version == p.Version {
+			cur.synced = true
+			s.settle.pending[k] = cur
+		}
+		s.settle.mu.Unlock()
+	}
+	if drop {
+		owed := s.owedDrops(match)
+		if len(owed) > 0 {
+			err := s.commits.update(func(tx *bolt.Tx) error { return dropSettled(tx, owed) })
+			if err != nil {
+				errs = append(errs, fmt.Errorf("drop settled records: %w", err))
+			} else {
+				s.forgetSettled(owed)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// owedDrops lists the synced publishes match accepts, whose records a
+// commit may delete.
+func (s *Store) owedDrops(match func(string) bool) map[string]Version {
+	if s.settle.count.Load() == 0 {
+		return nil
+	}
+	s.settle.mu.Lock()
+	defer s.settle.mu.Unlock()
+	var owed map[string]Version
+	for k, p := range s.settle.pending {
+		if p.synced && match(k) {
+			if owed == nil {
+				owed = map[string]Version{}
+			}
+			owed[k] = p.Version
+		}
+	}
+	return owed
+}
+
+// dropSettled deletes the records of owed publishes that are still theirs.
+func dropSettled(tx *bolt.Tx, owed map[string]Version) error {
+	b := tx.Bucket(bucketUnsettled)
+	for k, v := range owed {
+		if cur, ok := getUnsettled(b, k); ok && cur.Version == v {
+			if err := b.Delete([]byte(k)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// forgetSettled forgets owed publishes once a commit deleted their records.
+func (s *Store) forgetSettled(owed map[string]Version) {
+	s.settle.mu.Lock()
+	defer s.settle.mu.Unlock()
+	for k, v := range owed {
+		if cur, ok := s.settle.pending[k]; ok && cur.Version == v && cur.synced {
+			delete(s.settle.pending, k)
+			s.settle.count.Add(-1)
+		}
+	}
+}
+
+// everything matches every key.
+func everything(string) bool { return true }
+
+// syncKey fsyncs the regular file at key, if there is one, and its
+// directory, unless synced has it already.
+func (s *Store) syncKey(key string, synced map[string]bool) error {
+	return s.inKeyDir(key, false, func(d keyDir) error {
+		f, err := d.open(d.name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+		switch {
+		case err == nil:
+			fi, serr := f.Stat()
+			if serr == nil && fi.Mode().IsRegular() {
+				serr = f.Sync()
+			}
+			f.Close()
+			if serr != nil {
+				return serr
+			}
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ELOOP):
+			return err
+		}
+		dir := path.Dir(key)
+		if synced[dir] {
+			return nil
+		}
+		synced[dir] = true
+		return d.sync()
+	})
+}
+
+func getUnsettled(b *bolt.Bucket, key string) (unsettled, bool) {
+	var u unsettled
+	v := b.Get([]byte(key))
+	if v == nil || json.Unmarshal(v, &u) != nil {
+		return u, false
+	}
+	return u, true
+}
+
+func putUnsettled(tx *bolt.Tx, key string, u unsettled) error {
+	v, err := json.Marshal(u)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketUnsettled).Put([]byte(key), v)
+}
+
+// dropUnsettled forgets key's record when v, a version recorded after the
+// publish, is another: the later change supersedes it. The same version
+// seen again leaves the publish to settle.
+func dropUnsettled(tx *bolt.Tx, key string, v Version) error {
+	b := tx.Bucket(bucketUnsettled)
+	if u, ok := getUnsettled(b, key); !ok && b.Get([]byte(key)) == nil || ok && u.Version == v {
+		return nil
+	}
+	return b.Delete([]byte(key))
+}
+
+// redoUnsettled finishes, at Open, the publishes a crash left unsettled:
+// see the top of this file. It runs before anything is served.
+func (s *Store) redoUnsettled() error {
+	left := map[string]unsettled{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketUnsettled).ForEach(func(k, v []byte) error {
+			var u unsettled
+			if json.Unmarshal(v, &u) == nil {
+				left[string(k)] = u
+			}
+			return nil
+		})
+	})
+	if err != nil || len(left) == 0 {
+		return err
+	}
+	for key, u := range left {
+		redone, err := s.redoOne(key, u)
+		switch {
+		case err != nil:
+			s.log.Error("put back a tool write lost to a crash", "path", key, "version", u.Version.String(), "err", err)
+		case redone:
+			s.log.Warn("put back a tool write lost to a crash", "path", key, "version", u.Version.String())
+		}
+	}
+	// Whatever could not be put back stays in history; the next access
+	// records what the file holds now.
+	return s.commits.update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketUnsettled)
+		for key := range left {
+			if err := b.Delete([]byte(key)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// redoOne puts back the publish u of key if the file shows it was lost,
+// and reports whether it did.
+func (s *Store) redoOne(key string, u unsettled) (bool, error) {
+	var current Version
+	var found bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		r, ok, err := getRecord(tx, key)
+		current, found = r.Version, ok
+		return err
+	})
+	if err != nil || !found || current != u.Version {
+		return false, err // a later change was recorded: it stands
+	}
+	t := Target{Key: key, Display: key}
+	snap, lost, err := s.lostPublish(t, u)
+	if err != nil || !lost {
+		if err == nil {
+			err = s.syncKey(key, map[string]bool{}) // landed: make it durable now
+		}
+		return false, err
+	}
+	data, err := s.Object(u.Version)
+	if err != nil {
+		return false, err
+	}
+	mode := pubMode(0)
+	if snap.fi == nil {
+		mode = pubCreate
+	}
+	fi, err := s.publish(context.Background(), t, "", data, u.Perm, nil, &snap, mode)
+	if err != nil {
+		return false, err
+	}
+	if fi == nil {
+		return true, nil
+	}
+	return true, s.commit([]string{key}, []change{{version: u.Version, fp: fingerprintOf(fi), size: fi.Size(), writer: External, at: s.now()}})
+}
+
+// lostPublish reads key and says whether it shows u's publish lost: the
+// bytes before it, no file after a create, or an empty or zero-filled file
+// where u had bytes.
+func (s *Store) lostPublish(t Target, u unsettled) (snapshot, bool, error) {
+	var snap snapshot
+	f, fi, err := s.openRegular(t, "read")
+	if err != nil {
+		if CodeOf(err) == CodeNotFound {
+			return snap, u.Prior.IsZero(), nil
+		}
+		return snap, false, err
+	}
+	defer f.Close()
+	snap.fi, snap.fp = fi, fingerprintOf(fi)
+	if fi.Size() > max(u.Size, 0)+(64<<20) {
+		return snap, false, nil // grown far past it: written since
+	}
+	data, err := io.ReadAll(io.LimitReader(f, fi.Size()+1))
+	if err != nil {
+		return snap, false, err
+	}
+	v := Sum(data)
+	snap.version = v
+	switch {
+	case v == u.Version:
+		return snap, false, nil
+	case !u.Prior.IsZero() && v == u.Prior:
+		return snap, true, nil
+	case u.Size > 0 && (len(data) == 0 || len(bytes.Trim(data, "\x00")) == 0):
+		return snap, true, nil
+	}
+	return snap, false, nil
+}

@@ -1,0 +1,215 @@
+package versionstore
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// unsettledRecord reads key's record in the unsettled bucket.
+func (ts *testStore) unsettledRecord(key string) (unsettled, bool) {
+	ts.t.Helper()
+	var u unsettled
+	var ok bool
+	must(ts.t, ts.db.View(func(tx *bolt.Tx) error {
+		u, ok = getUnsettled(tx.Bucket(bucketUnsettled), key)
+		return nil
+	}))
+	return u, ok
+}
+
+// waitSynced waits until every unsettled publish is synced.
+func (ts *testStore) waitSynced() {
+	ts.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		ts.settle.mu.Lock()
+		n := 0
+		for _, p := range ts.settle.pending {
+			if !p.synced {
+				n++
+			}
+		}
+		ts.settle.mu.Unlock()
+		if n == 0 {
+			return
+		}
+	}
+	ts.t.Fatal("publishes not synced after 10 s")
+}
+
+// stopSettling stops the store's background loop, so publishes stay
+// unsettled: what a crash right after the acknowledgement leaves.
+func (ts *testStore) stopSettling() {
+	close(ts.stopSync)
+	ts.syncDone.Wait()
+}
+
+// restartAfterCut drops the store, its loop already stopped, without
+// closing it (no settling, no clean mark) and opens it again, as a restart
+// after a power cut does.
+func (ts *testStore) restartAfterCut() {
+	ts.t.Helper()
+	must(ts.t, ts.db.Close())
+	must(ts.t, ts.root.Close())
+	must(ts.t, ts.rootDir.Close())
+	ts.closeMu.Do(func() {})
+	ts.open()
+}
+
+// A small tool publish is acknowledged when its commit, which holds its
+// bytes and its unsettled record, is durable; the file and its directory
+// are synced after, and the record goes with the next commit.
+func TestToolPublishSettlesAfterItsCommit(t *testing.T) {
+	ts := openTestStore(t)
+	ops := recordSyncs(t)
+	tg := Target{Key: "a/b/f", Display: "/ws/a/b/f"}
+	committed := func(*bolt.Tx, Version) error { traceSync("commit", tg.Key); return nil }
+	res, err := ts.WriteText(context.Background(), tg, "one\n", Intent{Kind: IntentCreateIfAbsent}, ToolWriter("t"), committed)
+	must(t, err)
+	if u, ok := ts.unsettledRecord("a/b/f"); !ok || u.Version != res.Version || !u.Prior.IsZero() || u.Size != 4 {
+		t.Fatalf("unsettled record after the write: %+v %v, want version %s, no prior, size 4", u, ok, res.Version)
+	}
+	ts.waitSynced()
+	// New directories are still synced into their parents before the link.
+	if got, want := ops.get(), []string{"sync .", "sync a", "link a/b/f", "commit a/b/f", "sync a/b"}; !slices.Equal(got, want) {
+		t.Fatalf("create: %q, want %q", got, want)
+	}
+	ts.put("other", "x\n")
+	ts.version("other") // a commit of something else carries the record away
+	if u, ok := ts.unsettledRecord("a/b/f"); ok {
+		t.Fatalf("record %+v still there after a later commit", u)
+	}
+	if n := ts.settle.count.Load(); n != 0 {
+		t.Fatalf("%d publishes still tracked", n)
+	}
+}
+
+// After a power cut, a tool's acknowledged publish whose file did not reach
+// the disk is put back from its kept bytes before anything is served; a
+// file changed after it is left as it is.
+func TestLostPublishIsPutBack(t *testing.T) {
+	const before, after = "before\n", "after the tool's edit\n"
+	cases := []struct {
+		name    string
+		create  bool
+		outcome func(ts *testStore) // what the disk shows after the cut
+		want    string
+		putBack bool
+	}{
+		{"rename lost", false, func(ts *testStore) { ts.put("f", before) }, after, true},
+		{"data lost", false, func(ts *testStore) { must(ts.t, os.Truncate(ts.path("f"), 0)) }, after, true},
+		{"zero-filled", false, func(ts *testStore) { ts.put("f", strings.Repeat("\x00", len(after))) }, after, true},
+		{"create lost", true, func(ts *testStore) { must(ts.t, os.Remove(ts.path("f"))) }, after, true},
+		{"landed", false, func(*testStore) {}, after, false},
+		{"changed since", false, func(ts *testStore) { ts.put("f", "someone else's\n") }, "someone else's\n", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ts := openTestStore(t)
+			var res WriteResult
+			var err error
+			if c.create {
+				ts.stopSettling()
+				res, err = ts.WriteText(context.Background(), ts.target("f"), after, Intent{Kind: IntentCreateIfAbsent}, ToolWriter("t"))
+			} else {
+				ts.put("f", before)
+				v := ts.version("f")
+				ts.stopSettling()
+				res, err = ts.WriteText(context.Background(), ts.target("f"), after, Intent{Kind: IntentReplaceIfVersion, Version: v}, ToolWriter("t"))
+			}
+			must(t, err)
+			if _, ok := ts.unsettledRecord("f"); !ok {
+				t.Fatal("no unsettled record after the write")
+			}
+			c.outcome(ts)
+			ts.restartAfterCut()
+			if got := ts.get("f"); got != c.want {
+				t.Fatalf("after the restart f holds %q, want %q", got, c.want)
+			}
+			if u, ok := ts.unsettledRecord("f"); ok {
+				t.Fatalf("record %+v left after the restart", u)
+			}
+			h, err := ts.History("f")
+			must(t, err)
+			if h[0].Version != res.Version || h[0].Writer != ToolWriter("t") {
+				t.Fatalf("newest history entry %+v, want the tool's %s", h[0], res.Version)
+			}
+			if v := ts.version("f"); v != SumString(c.want) {
+				t.Fatalf("version %s, want that of %q", v, c.want)
+			}
+			if c.putBack {
+				noTemps(t, ts.dir)
+			}
+		})
+	}
+}
+
+// A change through the mount waits for a tool's publish of the file to
+// settle and its record to be gone, durably: a truncation that follows and
+// is cut before its version is recorded is never taken for the publish
+// lost.
+func TestMountChangeSettlesThePublishFirst(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("f", "before\n")
+	v := ts.version("f")
+	ts.stopSettling()
+	_, err := ts.WriteText(context.Background(), ts.target("f"), "the tool's\n", Intent{Kind: IntentReplaceIfVersion, Version: v}, ToolWriter("t"))
+	must(t, err)
+	unlock := ts.locks.Lock("f")
+	ts.Preserve("f") // what every write, truncation, unlink or rename through the mount does first
+	unlock()
+	if u, ok := ts.unsettledRecord("f"); ok {
+		t.Fatalf("record %+v still there after Preserve", u)
+	}
+	must(t, os.Truncate(ts.path("f"), 0)) // the mount's change, then the cut
+	ts.restartAfterCut()
+	if got := ts.get("f"); got != "" {
+		t.Fatalf("f holds %q after the restart: the truncation that followed the tool's write was undone", got)
+	}
+}
+
+// A tool's second publish of a file first syncs the first, so a cut that
+// loses the second finds the first on disk and puts the second back.
+func TestSecondPublishSyncsTheFirst(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("f", "zero\n")
+	v := ts.version("f")
+	ts.stopSettling()
+	r1, err := ts.WriteText(context.Background(), ts.target("f"), "one\n", Intent{Kind: IntentReplaceIfVersion, Version: v}, ToolWriter("t"))
+	must(t, err)
+	r2, err := ts.WriteText(context.Background(), ts.target("f"), "two\n", Intent{Kind: IntentReplaceIfVersion, Version: r1.Version}, ToolWriter("t"))
+	must(t, err)
+	if u, ok := ts.unsettledRecord("f"); !ok || u.Version != r2.Version || u.Prior != r1.Version {
+		t.Fatalf("record %+v %v, want version %s after %s", u, ok, r2.Version, r1.Version)
+	}
+	ts.put("f", "one\n") // the second rename lost
+	ts.restartAfterCut()
+	if got := ts.get("f"); got != "two\n" {
+		t.Fatalf("f holds %q after the restart, want the second write", got)
+	}
+}
+
+// A clean close settles every publish: no record is left.
+func TestCloseSettlesPublishes(t *testing.T) {
+	ts := openTestStore(t)
+	for _, k := range []string{"a", "b", "d/c"} {
+		_, err := ts.WriteText(context.Background(), Target{Key: k, Display: "/ws/" + k}, k+"\n", Intent{}, ToolWriter("t"))
+		must(t, err)
+	}
+	must(t, ts.Close())
+	db, err := bolt.Open(ts.index, 0o600, &bolt.Options{ReadOnly: true})
+	must(t, err)
+	must(t, db.View(func(tx *bolt.Tx) error {
+		if n := tx.Bucket(bucketUnsettled).Stats().KeyN; n != 0 {
+			t.Errorf("%d unsettled records after a clean close", n)
+		}
+		return nil
+	}))
+	must(t, db.Close())
+	ts.open()
+}
