@@ -34,6 +34,7 @@ type Config struct {
 	Debug         bool          // log every FUSE request
 	NoPassthrough bool          // every read and write through the daemon
 	Baseline      bool          // index the whole workspace in the background once mounted
+	SyncPublishes bool          // sync every tool publish before its commit (versionstore.Options)
 
 	MaxImageBytes int64         // largest file read_image returns
 	KeepMaxBytes  int64         // largest file whose bytes are kept

@@ -147,6 +147,7 @@ func (m *mount) openStore(umask os.FileMode) (*versionstore.Store, error) {
 		CaptureMaxBytes: m.cfg.KeepMaxBytes,
 		RetainBytes:     m.cfg.RetainBytes,
 		RetainAge:       m.cfg.RetainAge,
+		SyncPublishes:   m.cfg.SyncPublishes,
 	})
 }
 

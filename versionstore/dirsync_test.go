@@ -30,13 +30,12 @@ func recordSyncs(t *testing.T) *syncLog {
 	return l
 }
 
-// A publish that syncs (a restore's, or one too large to ride its commit)
-// is durable before the write returns: the directory that holds it is
+// A publish that syncs (with SyncPublishes, a restore's, or one too large
+// to ride its commit) is durable before the write returns: the directory that holds it is
 // synced after the link or rename, and a directory the publish made is
 // synced into its parent first.
 func TestPublishSyncsItsDirectory(t *testing.T) {
-	ts := openTestStore(t)
-	ts.syncPublishes = true
+	ts := openTestStore(t, func(o *Options) { o.SyncPublishes = true })
 	ops := recordSyncs(t)
 	tg := Target{Key: "a/b/f", Display: "/ws/a/b/f"}
 	res, err := ts.WriteText(context.Background(), tg, "one\n", Intent{Kind: IntentCreateIfAbsent}, ToolWriter("t"))
@@ -59,6 +58,9 @@ func TestPublishSyncsItsDirectory(t *testing.T) {
 	must(t, err)
 	if got, want := ops.get(), []string{"rename top", "sync ."}; !slices.Equal(got, want) {
 		t.Fatalf("top level: %q, want %q", got, want)
+	}
+	if u, ok := ts.unsettledRecord("top"); ok {
+		t.Fatalf("a synced publish left an unsettled record %+v", u)
 	}
 }
 

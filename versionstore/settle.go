@@ -23,8 +23,9 @@ import (
 // and its directory's as well as the index's doubled the cost of a small
 // edit. So a small tool publish is written and renamed without syncing, and
 // its commit records, in the "unsettled" bucket, what the file must be and
-// what it was before. The settler then syncs the file and its directory in
-// the background and drops the record: the publish is settled.
+// what it was before. The store's loop then syncs the file and its
+// directory, and the record goes with the next commit of any kind: the
+// publish is settled.
 //
 // After a power cut, Open looks at every record left (redoUnsettled): a file
 // that still shows the bytes before the publish (its rename was lost), is
@@ -33,12 +34,14 @@ import (
 // served. A file showing anything else was changed after the publish, and
 // that change is kept as it is.
 //
-// Every change to a file with a record waits for the record to settle
-// first, so a later change can never be taken for a lost publish: the
-// mount's (Preserve, which every write, truncation, unlink and rename
-// through the mount calls), a tool's next publish, and any commit naming
-// the path. Only a process writing straight into the backing directory
-// within the moment between a publish and its settling goes unordered.
+// Every change to a file with a record waits for its publish to be synced
+// first, so a later change can never be taken for a lost publish: a tool's
+// next publish (its record replaces the old), any commit naming the path
+// (it drops the record), and the mount's changes (Preserve, which every
+// write, truncation, unlink and rename through the mount calls, and which
+// also drops the record durably, since the mount's version is committed
+// only later). Only a process writing straight into the backing directory
+// within the moment between a publish and its sync goes unordered.
 
 var bucketUnsettled = []byte("unsettled")
 
