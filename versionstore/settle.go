@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -49,13 +50,47 @@ var bucketUnsettled = []byte("unsettled")
 // file is synced: its bytes always fit inline in the index (inlineLimit).
 const unsettledLimit = 256 << 10
 
-// unsettled is what a publish not yet on disk must leave: the version, and
-// the version the path held before (zero: no file).
+// unsettled is what a publish not yet on disk must leave, and what the
+// file may show if the publish was lost: the version it replaced and, when
+// that was an unsettled publish of the same tool sequence too, the ones
+// before it (Before, newest first); NoFile when one of them was no file.
 type unsettled struct {
 	Version Version     `json:"version"`
-	Prior   Version     `json:"prior,omitzero"`
+	Before  []Version   `json:"before,omitempty"`
+	NoFile  bool        `json:"no_file,omitempty"`
 	Size    int64       `json:"size"`
 	Perm    fs.FileMode `json:"perm"`
+}
+
+// maxBefore bounds a record's chain of unsettled versions: past it, the
+// earlier publish is synced first.
+const maxBefore = 8
+
+// unsettledOver is the record of a publish over cur at key. When key's
+// last publish is not synced yet and cur is what it left, the new record
+// inherits its chain instead of waiting for its syncs (back-to-back edits
+// of one file); any other unsettled publish there is synced first, so it
+// can never be taken for this one lost. Callers hold key's lock.
+func (s *Store) unsettledOver(key string, cur snapshot) *unsettled {
+	u := &unsettled{NoFile: cur.fi == nil}
+	if cur.fi != nil {
+		u.Before = []Version{cur.version}
+	}
+	if s.settle.count.Load() == 0 {
+		return u
+	}
+	s.settle.mu.Lock()
+	p, ok := s.settle.pending[key]
+	s.settle.mu.Unlock()
+	switch {
+	case !ok:
+	case !p.synced && cur.fi != nil && p.Version == cur.version && len(p.Before) < maxBefore:
+		u.Before = append(u.Before, p.Before...)
+		u.NoFile = p.NoFile
+	default:
+		s.settleUnder(key, false)
+	}
+	return u
 }
 
 // settler tracks the unsettled publishes in memory. A publish is first
@@ -117,8 +152,14 @@ func (s *Store) settleKeys(keys []string, cs []change) {
 	if s.settle.count.Load() == 0 {
 		return
 	}
+	mine := map[string]bool{} // a publish's own commit: its record replaces the old
 	for i, k := range keys {
-		if cs[i].unsettled == nil {
+		if cs[i].unsettled != nil {
+			mine[k] = true
+		}
+	}
+	for _, k := range keys {
+		if !mine[k] {
 			s.settleUnder(k, false)
 		}
 	}
@@ -362,7 +403,7 @@ func (s *Store) lostPublish(t Target, u unsettled) (snapshot, bool, error) {
 	f, fi, err := s.openRegular(t, "read")
 	if err != nil {
 		if CodeOf(err) == CodeNotFound {
-			return snap, u.Prior.IsZero(), nil
+			return snap, u.NoFile, nil
 		}
 		return snap, false, err
 	}
@@ -380,7 +421,7 @@ func (s *Store) lostPublish(t Target, u unsettled) (snapshot, bool, error) {
 	switch {
 	case v == u.Version:
 		return snap, false, nil
-	case !u.Prior.IsZero() && v == u.Prior:
+	case slices.Contains(u.Before, v):
 		return snap, true, nil
 	case u.Size > 0 && (len(data) == 0 || len(bytes.Trim(data, "\x00")) == 0):
 		return snap, true, nil

@@ -2,8 +2,10 @@ package versionstore
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +49,7 @@ func (ts *testStore) waitSynced() {
 func (ts *testStore) stopSettling() {
 	close(ts.stopSync)
 	ts.syncDone.Wait()
+	ts.stopSync = make(chan struct{}) // for Close, which settles what is left
 }
 
 // restartAfterCut drops the store, its loop already stopped, without
@@ -71,8 +74,8 @@ func TestToolPublishSettlesAfterItsCommit(t *testing.T) {
 	committed := func(*bolt.Tx, Version) error { traceSync("commit", tg.Key); return nil }
 	res, err := ts.WriteText(context.Background(), tg, "one\n", Intent{Kind: IntentCreateIfAbsent}, ToolWriter("t"), committed)
 	must(t, err)
-	if u, ok := ts.unsettledRecord("a/b/f"); !ok || u.Version != res.Version || !u.Prior.IsZero() || u.Size != 4 {
-		t.Fatalf("unsettled record after the write: %+v %v, want version %s, no prior, size 4", u, ok, res.Version)
+	if u, ok := ts.unsettledRecord("a/b/f"); !ok || u.Version != res.Version || len(u.Before) != 0 || !u.NoFile || u.Size != 4 {
+		t.Fatalf("unsettled record after the write: %+v %v, want version %s over no file, size 4", u, ok, res.Version)
 	}
 	ts.waitSynced()
 	// New directories are still synced into their parents before the link.
@@ -173,24 +176,51 @@ func TestMountChangeSettlesThePublishFirst(t *testing.T) {
 	}
 }
 
-// A tool's second publish of a file first syncs the first, so a cut that
-// loses the second finds the first on disk and puts the second back.
-func TestSecondPublishSyncsTheFirst(t *testing.T) {
-	ts := openTestStore(t)
-	ts.put("f", "zero\n")
-	v := ts.version("f")
-	ts.stopSettling()
-	r1, err := ts.WriteText(context.Background(), ts.target("f"), "one\n", Intent{Kind: IntentReplaceIfVersion, Version: v}, ToolWriter("t"))
-	must(t, err)
-	r2, err := ts.WriteText(context.Background(), ts.target("f"), "two\n", Intent{Kind: IntentReplaceIfVersion, Version: r1.Version}, ToolWriter("t"))
-	must(t, err)
-	if u, ok := ts.unsettledRecord("f"); !ok || u.Version != r2.Version || u.Prior != r1.Version {
-		t.Fatalf("record %+v %v, want version %s after %s", u, ok, r2.Version, r1.Version)
+// Back-to-back tool writes of one file do not wait for each other's syncs:
+// the second record inherits the first's chain, so a cut that loses both,
+// or only the second, puts the second back.
+func TestBackToBackPublishesChain(t *testing.T) {
+	for _, shows := range []string{"zero\n", "one\n", ""} {
+		t.Run(strconv.Quote(shows), func(t *testing.T) {
+			ts := openTestStore(t)
+			ts.put("f", "zero\n")
+			v0 := ts.version("f")
+			ts.stopSettling()
+			r1, err := ts.WriteText(context.Background(), ts.target("f"), "one\n", Intent{Kind: IntentReplaceIfVersion, Version: v0}, ToolWriter("t"))
+			must(t, err)
+			r2, err := ts.WriteText(context.Background(), ts.target("f"), "two\n", Intent{Kind: IntentReplaceIfVersion, Version: r1.Version}, ToolWriter("t"))
+			must(t, err)
+			if u, ok := ts.unsettledRecord("f"); !ok || u.Version != r2.Version || !slices.Equal(u.Before, []Version{r1.Version, v0}) || u.NoFile {
+				t.Fatalf("record %+v %v, want version %s over %s, %s", u, ok, r2.Version, r1.Version, v0)
+			}
+			ts.put("f", shows)
+			ts.restartAfterCut()
+			if got := ts.get("f"); got != "two\n" {
+				t.Fatalf("f holds %q after the restart, want the second write", got)
+			}
+		})
 	}
-	ts.put("f", "one\n") // the second rename lost
-	ts.restartAfterCut()
-	if got := ts.get("f"); got != "two\n" {
-		t.Fatalf("f holds %q after the restart, want the second write", got)
+}
+
+// A chain is bounded, and a publish over a change it did not make (a write
+// straight into the backing directory) syncs the earlier one first: the
+// new record names only what it replaced.
+func TestChainBoundedAndBrokenByOutsideWrites(t *testing.T) {
+	ts := openTestStore(t)
+	ts.stopSettling()
+	tg := Target{Key: "f", Display: "/ws/f"}
+	for i := range 3 * maxBefore {
+		_, err := ts.WriteText(context.Background(), tg, fmt.Sprintln("write", i), Intent{}, ToolWriter("t"))
+		must(t, err)
+		if u, _ := ts.unsettledRecord("f"); len(u.Before) > maxBefore {
+			t.Fatalf("after %d writes the chain is %d long", i+1, len(u.Before))
+		}
+	}
+	ts.put("f", "outside\n")
+	_, err := ts.WriteText(context.Background(), tg, "tool\n", Intent{}, ToolWriter("t"))
+	must(t, err)
+	if u, ok := ts.unsettledRecord("f"); !ok || !slices.Equal(u.Before, []Version{SumString("outside\n")}) {
+		t.Fatalf("record %+v %v, want it over the outside write alone", u, ok)
 	}
 }
 

@@ -90,7 +90,7 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 	}
 	data := []byte(content)
 	at := s.now() // before the publish: the racy rule compares against it
-	mode := s.toolPublish(t.Key, len(data))
+	mode, u := s.toolPublish(t.Key, len(data), cur)
 	if intent.Kind == IntentCreateIfAbsent {
 		mode |= pubCreate
 	}
@@ -100,7 +100,7 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 		return res, err
 	}
 	res.Created, res.Previous = cur.fi == nil, cur.version
-	res.Version, err = s.commitPublished(t, "write", cur, fi, at, data, perm, mode, w, also)
+	res.Version, err = s.commitPublished(t, "write", cur, fi, at, data, perm, u, w, also)
 	return res, err
 }
 
@@ -177,13 +177,13 @@ func (s *Store) updateLocked(ctx context.Context, t Target, cur snapshot, expect
 		return res, err
 	}
 	at := s.now()
-	mode := s.toolPublish(t.Key, len(data))
+	mode, u := s.toolPublish(t.Key, len(data), cur)
 	fi, err := s.publish(ctx, t, "", data, cur.fi.Mode().Perm(), nil, &cur, mode)
 	if err != nil {
 		return res, err
 	}
 	res.Previous = cur.version
-	res.Version, err = s.commitPublished(t, "", cur, fi, at, data, cur.fi.Mode().Perm(), mode, w, also)
+	res.Version, err = s.commitPublished(t, "", cur, fi, at, data, cur.fi.Mode().Perm(), u, w, also)
 	return res, err
 }
 
@@ -216,16 +216,14 @@ func (s *Store) published(key string, v *Version) {
 	}
 }
 
-// toolPublish is how a tool's write or edit of n bytes at key publishes:
-// unsynced when its bytes ride its commit (settle.go), after any earlier
-// unsettled publish of key has settled, so that one can never be taken for
-// this one lost. Callers hold key's lock.
-func (s *Store) toolPublish(key string, n int) pubMode {
+// toolPublish is how a tool's write or edit of n bytes over cur at key
+// publishes: unsynced when its bytes ride its commit (settle.go), and then
+// with the record its commit keeps. Callers hold key's lock.
+func (s *Store) toolPublish(key string, n int, cur snapshot) (pubMode, *unsettled) {
 	if !s.deferrable(n) {
-		return 0
+		return 0, nil
 	}
-	s.settleUnder(key, false)
-	return pubUnsynced
+	return pubUnsynced, s.unsettledOver(key, cur)
 }
 
 // commitPublished records, in one index transaction, what the store found
@@ -236,9 +234,9 @@ func (s *Store) toolPublish(key string, n int) pubMode {
 // file is published, the index does not know (the next access rehashes it,
 // and the replaced bytes were kept first, keepPrior), and the caller must
 // hear so rather than report a recorded version. An unsynced publish
-// (mode) is recorded as unsettled, with its bytes, in the same commit, and
+// (u set) is recorded as unsettled, with its bytes, in the same commit, and
 // on a failure is synced before the caller hears.
-func (s *Store) commitPublished(t Target, verb string, prior snapshot, fi fs.FileInfo, at time.Time, data []byte, perm fs.FileMode, mode pubMode, w Writer, also []AlsoCommit) (Version, error) {
+func (s *Store) commitPublished(t Target, verb string, prior snapshot, fi fs.FileInfo, at time.Time, data []byte, perm fs.FileMode, u *unsettled, w Writer, also []AlsoCommit) (Version, error) {
 	v := Sum(data)
 	var fp fingerprint // none: forces a rehash on the next access
 	if fi != nil {
@@ -253,11 +251,9 @@ func (s *Store) commitPublished(t Target, verb string, prior snapshot, fi fs.Fil
 		keys, cs = append(keys, t.Key), append(cs, c)
 	}
 	c := change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at, data: keep, created: prior.fi == nil, also: also}
-	if mode&pubUnsynced != 0 {
-		c.unsettled = &unsettled{Version: v, Prior: prior.version, Size: int64(len(data)), Perm: perm}
-		if prior.fi == nil {
-			c.unsettled.Prior = Version{}
-		}
+	if u != nil {
+		u.Version, u.Size, u.Perm = v, int64(len(data)), perm
+		c.unsettled = u
 	}
 	keys, cs = append(keys, t.Key), append(cs, c)
 	if err := s.commit(keys, cs); err != nil {
