@@ -51,6 +51,9 @@ func awaitExit(pid int, stateDir string, uid int) error {
 			continue
 		}
 		if note := readUnmountError(stateDir, uid); note != "" {
+			if strings.HasSuffix(note, ErrDetachedInUse.Error()) {
+				return ErrDetachedInUse
+			}
 			return fmt.Errorf("the daemon (pid %d) exited, but: %s", pid, note)
 		}
 		return nil
@@ -84,11 +87,12 @@ func readUnmountError(stateDir string, uid int) string {
 	return strings.TrimSpace(string(b))
 }
 
-// processAlive reports whether pid is a running process.
+// processAlive reports whether pid is a running process; an exited one
+// its parent has not reaped yet is not.
 func processAlive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
 	err := syscall.Kill(pid, 0)
-	return err == nil || err == syscall.EPERM
+	return (err == nil || err == syscall.EPERM) && !zombie(pid)
 }

@@ -279,6 +279,10 @@ func (f *FS) Actors() *Actors { return f.actors }
 // Wait blocks until the filesystem is unmounted.
 func (f *FS) Wait() { f.server.Wait() }
 
+// ErrStillInUse is Unmount's error when processes kept using the mount
+// after it was detached: they are stranded once the daemon exits.
+var ErrStillInUse = errors.New("detached, but still in use")
+
 // Unmount unmounts, retrying while the mount is busy and detaching it
 // lazily if it stays busy, then releases the backing directory.
 func (f *FS) Unmount() error {
@@ -301,7 +305,7 @@ func (f *FS) Unmount() error {
 	select {
 	case <-served:
 	case <-time.After(5 * time.Second):
-		return fmt.Errorf("unmount %s: detached, but still in use", f.mnt)
+		return fmt.Errorf("unmount %s: %w", f.mnt, ErrStillInUse)
 	}
 	f.endMappings()
 	f.watch.close()

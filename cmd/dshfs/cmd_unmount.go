@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/dshfs/dshfs/daemon"
 	"github.com/dshfs/dshfs/internal/quote"
@@ -10,31 +12,57 @@ import (
 )
 
 func unmountCommand() *cli.Command {
+	var lazy bool
 	return &cli.Command{
 		Name:      "unmount",
 		Usage:     "unmount a running dshfs mount cleanly (its daemon commits and exits)",
 		ArgsUsage: "MOUNTPOINT",
-		Description: "A mount whose daemon died is detached. Exit status 4 if no dshfs mount is at MOUNTPOINT, 5 if\n" +
-			"its daemon cannot be reached or is not the mount's own (another user's mount: only that user\n" +
-			"and root may unmount it).",
+		Description: "A mount some process still uses (a shell's working directory, an open file) is left mounted,\n" +
+			"and the processes are named (exit status 3); --lazy detaches it anyway. A mount whose daemon\n" +
+			"died is detached. Exit status 4 if no dshfs mount is at MOUNTPOINT, 5 if its daemon cannot be\n" +
+			"reached or is not the mount's own (another user's mount: only that user and root may unmount it).",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "lazy", Usage: "detach the mount even while processes use it: their later calls there fail (Transport endpoint is not connected)", Destination: &lazy},
+		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return cli.Exit("unmount takes the mount point", exitUsage)
 			}
-			return runUnmount(c.Context, absDir(c.Args().First()))
+			return runUnmount(c.Context, absDir(c.Args().First()), lazy)
 		},
 	}
 }
 
+// maxHoldersShown bounds the processes an unmount names.
+const maxHoldersShown = 10
+
 // runUnmount has the daemon of the mount at mnt unmount it and exit; a
-// mount whose daemon is gone is detached.
-func runUnmount(ctx context.Context, mnt string) error {
+// mount whose daemon is gone is detached. A mount in use stays mounted
+// unless lazy.
+func runUnmount(ctx context.Context, mnt string, lazy bool) error {
 	e, ok := daemon.MountAt(mnt)
 	if !ok {
 		return cli.Exit(fmt.Sprintf("no dshfs mount at %s; dshfs status lists the running mounts", quote.Name(mnt)), exitNotFound)
 	}
+	os.Chdir("/") // this command's own working directory must not hold it
+	holders := daemon.Holders(e.MountPoint)
+	switch {
+	case len(holders) > 0 && !lazy:
+		fmt.Fprintf(os.Stderr, "dshfs: %s is in use, so it stays mounted:\n%s", quote.Name(e.MountPoint), daemon.DescribeHolders(holders, maxHoldersShown))
+		return cli.Exit("leave it (cd out of it, close the files) and run dshfs unmount again, or dshfs unmount --lazy to detach it now "+
+			"(those processes then fail there with \"Transport endpoint is not connected\")", exitFailure)
+	case len(holders) > 0:
+		fmt.Fprintf(os.Stderr, "dshfs: detaching %s while in use; these processes will fail there with \"Transport endpoint is not connected\":\n%s",
+			quote.Name(e.MountPoint), daemon.DescribeHolders(holders, maxHoldersShown))
+	}
 	detached, err := daemon.Stop(ctx, e)
-	if err != nil {
+	switch {
+	case errors.Is(err, daemon.ErrDetachedInUse) && lazy:
+		fmt.Printf("dshfs: detached %s; its daemon has exited\n", quote.Name(e.MountPoint))
+		return nil
+	case errors.Is(err, daemon.ErrDetachedInUse):
+		return cli.Exit(fmt.Sprintf("%s was detached, but a process entered it meanwhile and is now stranded there (Transport endpoint is not connected)", quote.Name(e.MountPoint)), exitFailure)
+	case err != nil:
 		return lookupExit(err)
 	}
 	if detached {
