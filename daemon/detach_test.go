@@ -170,7 +170,7 @@ func TestUnmountReportsTheDaemonsFailure(t *testing.T) {
 		return Entry{MountPoint: mnt, Record: Record{MountPoint: mnt,
 			Socket: filepath.Join(state, "s.sock"), StateDir: state, Pid: daemon.Process.Pid}}
 	}
-	msg := "unmount " + mnt + ": detached, but still in use"
+	msg := "unmount " + mnt + ": no such device"
 	if err := os.WriteFile(filepath.Join(state, unmountErrorFile), []byte(msg+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +178,14 @@ func TestUnmountReportsTheDaemonsFailure(t *testing.T) {
 	err := terminate(e.Record.Pid, e.Record.StateDir, os.Geteuid())
 	if err == nil || !strings.Contains(err.Error(), "exited, but: "+msg) {
 		t.Fatalf("unmount: %v, want the daemon's failure", err)
+	}
+	// A mount detached while in use is told apart: unmount --lazy wanted it.
+	inUse := "unmount " + mnt + ": detached, but still in use"
+	if err := os.WriteFile(filepath.Join(state, unmountErrorFile), []byte(inUse+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if e := fakeDaemon(); !errors.Is(terminate(e.Record.Pid, e.Record.StateDir, os.Geteuid()), ErrDetachedInUse) {
+		t.Fatalf("a mount detached while in use is not ErrDetachedInUse")
 	}
 	// A clean exit leaves no note, and unmount succeeds.
 	os.Remove(filepath.Join(state, unmountErrorFile))
