@@ -30,7 +30,7 @@ func TestHolders(t *testing.T) {
 	}
 	inside := start(mnt, "exec sleep 30")
 	opener := start("/", "exec 3<"+filepath.Join(mnt, "held")+"; exec sleep 30")
-	start("/", "exec sleep 30") // elsewhere
+	start("/", "exec sleep 30")                   // elsewhere
 	f, err := os.Open(filepath.Join(mnt, "held")) // the caller's own: left out
 	must(err)
 	defer f.Close()
