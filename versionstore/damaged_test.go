@@ -141,6 +141,9 @@ func openDamaged(t *testing.T, c damagedCase, img []byte) {
 	for _, n := range rep.Copied {
 		copied += n
 	}
+	if rep.Lost == 0 && copied == 0 {
+		t.Error("the report says that nothing was lost and nothing copied")
+	}
 	if rep.Lost != c.lost || copied != c.copied {
 		t.Errorf("salvage: %d pages lost, %d entries copied (%v); the README says %d and %d", rep.Lost, copied, rep.Copied, c.lost, c.copied)
 	}
@@ -179,5 +182,20 @@ func storeWorks(t *testing.T, ts *testStore) {
 	}
 	if !strings.HasPrefix(ts.get("after.txt"), "written after the salvage") {
 		t.Fatal("the tool write did not reach the file")
+	}
+}
+
+// A power cut on a disk that lies about syncs can leave the newest commit's
+// root page torn while the commit before it is whole: the salvage copies
+// from that one instead of losing everything.
+func TestSalvageFromTheCommitBefore(t *testing.T) {
+	img := gunzip(t, filepath.Join(damagedDir, "powercut-s0-c617.db.gz"))
+	ts := &testStore{t: t, dir: t.TempDir(), index: filepath.Join(t.TempDir(), "index.db")}
+	must(t, os.WriteFile(ts.index, img, 0o600))
+	openWithin(ts, 30*time.Second)
+	defer ts.Close()
+	rep, _ := ts.Salvaged()
+	if rep.Copied["history"] == 0 || rep.Copied["checkpoints"] == 0 {
+		t.Fatalf("salvage of an index whose newest root page is torn: %+v", rep)
 	}
 }

@@ -69,8 +69,12 @@ func salvage(path, keptAs string, db *bolt.DB, log *slog.Logger) (rep SalvageRep
 	if err != nil {
 		return rep, damage(fmt.Errorf("salvage index: %w", err))
 	}
+	rootSound := r.salvageRoot()
 	err = db.Update(func(tx *bolt.Tx) error {
 		c := &salvager{r: r, rep: &rep}
+		if !rootSound {
+			rep.Lost++
+		}
 		c.entries(r.meta.root, nil, 0, func(k, v []byte, isBucket bool) {
 			if !isBucket || len(k) == 0 {
 				return
@@ -154,6 +158,44 @@ func replaceIndex(path, tmp, aside string) error {
 		return fmt.Errorf("sync state directory: %w", err)
 	}
 	return nil
+}
+
+// salvageRoot chooses the commit to salvage from: the newest whose root
+// page holds the store's buckets (a leaf of bucket entries: there are few),
+// and reports whether there was one. A power cut on a disk that lies about
+// syncs can leave the newest meta page naming a root page that was torn or
+// that a later commit reused for something else, while the commit before it
+// is whole; the salvage then copies that one, and the report's journal
+// position says how far it reaches. With neither, the newest is walked for
+// what buckets it may still lead to.
+func (r *rawIndex) salvageRoot() bool {
+	if r.rootHoldsBuckets() {
+		return true
+	}
+	newest := r.meta
+	if r.hasOlder && r.use(r.older) == nil && r.rootHoldsBuckets() {
+		return true
+	}
+	r.use(newest)
+	return false
+}
+
+// rootHoldsBuckets reports whether the root page is a leaf of buckets.
+func (r *rawIndex) rootHoldsBuckets() bool {
+	buf, err := r.page(r.meta.root)
+	if err != nil {
+		return false
+	}
+	flags, elems, err := elements(buf)
+	if err != nil || flags != leafPageFlag || len(elems) == 0 {
+		return false
+	}
+	for _, e := range elems {
+		if !e.bucket {
+			return false
+		}
+	}
+	return true
 }
 
 // salvager copies entries from the raw index, counting what it loses.
