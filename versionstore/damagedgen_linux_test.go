@@ -2,9 +2,11 @@ package versionstore
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -39,17 +41,34 @@ func TestWriteDamagedIndexes(t *testing.T) {
 	if out == "" {
 		t.Skip("makes testdata/damaged: set DSHFS_WRITE_DAMAGED to the directory to write")
 	}
-	kept := map[string]damagedImage{}
+	// The first image of each kind, of the 7 most frequent kinds, and the
+	// first whose newest root page is lost while the commit before it is
+	// whole (the salvage copies that one).
+	first, kinds := map[string]damagedImage{}, map[string]int{}
+	var before *damagedImage
 	for seed := range uint64(3) {
 		for _, img := range powerCutImages(t, seed, 400) {
-			if _, ok := kept[img.kind]; !ok && len(kept) < 8 {
-				kept[img.kind] = img
+			if kinds[img.kind]++; kinds[img.kind] == 1 {
+				first[img.kind] = img
+			}
+			if before == nil && salvagesTheCommitBefore(t, img.img) {
+				img.how += "; the newest root page lost, the commit before whole"
+				before = &img
 			}
 		}
 	}
-	for _, img := range scribbledImages(t) {
-		kept[img.kind] = img
+	byCount := slices.SortedFunc(maps.Keys(kinds), func(a, b string) int { return cmp.Or(kinds[b]-kinds[a], strings.Compare(a, b)) })
+	var kept []damagedImage
+	for i, kind := range byCount {
+		t.Logf("%4d damaged images: %s", kinds[kind], kind)
+		if i < 7 && (before == nil || first[kind].name != before.name) {
+			kept = append(kept, first[kind])
+		}
 	}
+	if before != nil {
+		kept = append(kept, *before)
+	}
+	kept = append(kept, scribbledImages(t)...)
 	must(t, os.MkdirAll(out, 0o755))
 	old, err := filepath.Glob(filepath.Join(out, "*.db.gz"))
 	must(t, err)
@@ -72,7 +91,22 @@ type damagedImage struct {
 	kind      string // the finding's first line, numbers left out
 }
 
-var digits = regexp.MustCompile(`[0-9]+`)
+// kindOf is what a finding says is wrong, without the pages the walk went
+// through to get there nor any number.
+func kindOf(finding string) string {
+	first, _, _ := strings.Cut(finding, "; ")
+	first = strings.TrimPrefix(first, "index check: ")
+	for {
+		rest, ok := strings.CutPrefix(first, "page ")
+		n, after, ok2 := strings.Cut(rest, ": ")
+		if !ok || !ok2 || strings.Trim(n, "0123456789") != "" {
+			break
+		}
+		first = after
+	}
+	first, _, _ = strings.Cut(first, " Stack:")
+	return regexp.MustCompile(`\(hex\)[0-9a-f]+|[0-9]+`).ReplaceAllString(first, "N")
+}
 
 // findingOf is what the check says of img ("" if nothing).
 func findingOf(t *testing.T, img []byte) string {
@@ -106,17 +140,26 @@ func powerCutImages(t *testing.T, seed uint64, cuts int) []damagedImage {
 		if finding == "" {
 			continue
 		}
-		kind, _, _ := strings.Cut(digits.ReplaceAllString(finding, "N"), "; ")
 		imgs = append(imgs, damagedImage{
 			name:    fmt.Sprintf("powercut-s%d-c%d", seed, cut),
 			how:     fmt.Sprintf("crash workload seed %d, unsynced commits, cut after %d of %d writes and syncs, torn", seed, cut, n),
 			img:     img,
 			finding: finding,
-			kind:    kind,
+			kind:    kindOf(finding),
 		})
 	}
 	t.Logf("seed %d: %d operations, %d of %d cuts damaged", seed, n, len(imgs), cuts)
 	return imgs
+}
+
+// salvagesTheCommitBefore reports whether the newest commit's root page
+// of img holds no buckets while the one before it does.
+func salvagesTheCommitBefore(t *testing.T, img []byte) bool {
+	r, err := openRawIndex(bytes.NewReader(img), int64(len(img)))
+	if err != nil || r.rootHoldsBuckets() {
+		return false
+	}
+	return r.salvageRoot()
 }
 
 // scribbledImages are a real index (80 files, stopped as a power cut would)
