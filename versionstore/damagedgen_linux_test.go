@@ -35,7 +35,7 @@ import (
 // the store's own check finds its structure damaged, one for each kind of
 // finding. Scribbles: pages of a real index overwritten as a misdirected
 // write would (a branch page pointing to itself, the freelist page
-// overwritten).
+// overwritten, the meta pages zeroed).
 func TestWriteDamagedIndexes(t *testing.T) {
 	out := os.Getenv("DSHFS_WRITE_DAMAGED")
 	if out == "" {
@@ -187,6 +187,10 @@ func scribbledImages(t *testing.T) []damagedImage {
 				t.Fatal(err)
 			}
 			_, err = f.WriteAt(leaf[:r.meta.pageSize], int64(r.meta.freelist)*int64(r.meta.pageSize))
+			must(t, err)
+		}},
+		{"meta-pages-zeroed", "80 files; both meta pages (the file's first 8 KB) zeroed", func(r *rawIndex, f *os.File) {
+			_, err := f.WriteAt(make([]byte, 2*r.meta.pageSize), 0)
 			must(t, err)
 		}},
 	}

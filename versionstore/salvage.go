@@ -36,6 +36,9 @@ type SalvageReport struct {
 	// (zero: no journal entry could be read).
 	CompleteUntil time.Time `json:"history_complete_until"`
 	JournalSeq    uint64    `json:"journal_seq"`
+	// Unreadable, if set, says why nothing could be read from the damaged
+	// index (no valid meta page): the new one starts empty.
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 // keySalvage, in the meta bucket, holds the last salvage's report.
@@ -90,11 +93,7 @@ func salvage(path, keptAs string, db *bolt.DB, log *slog.Logger) (rep SalvageRep
 		}
 		newest := newestJournalEntry(tx)
 		rep.CompleteUntil, rep.JournalSeq = newest.Time, newest.Seq
-		v, err := json.Marshal(rep)
-		if err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keySalvage, v)
+		return putSalvageReport(tx, rep)
 	})
 	if err != nil {
 		return rep, fmt.Errorf("salvage index: %w", err)
@@ -102,6 +101,15 @@ func salvage(path, keptAs string, db *bolt.DB, log *slog.Logger) (rep SalvageRep
 	log.Warn("index salvaged", "from", keptAs, "copied", rep.Copied, "pages_lost", rep.Lost,
 		"history_complete_until", rep.CompleteUntil, "journal_seq", rep.JournalSeq)
 	return rep, nil
+}
+
+// putSalvageReport records rep in the new index, for the status to show.
+func putSalvageReport(tx *bolt.Tx, rep SalvageReport) error {
+	v, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketMeta).Put(keySalvage, v)
 }
 
 // salvageIndex salvages the damaged index at path into path.new, and only
@@ -127,6 +135,12 @@ func salvageIndex(path string, bopts *bolt.Options, log *slog.Logger) (*bolt.DB,
 			return nil, err
 		}
 		log.Error("index not salvaged: its history, checkpoints and observations are lost", "kept_as", aside, "err", err)
+		rep := SalvageReport{At: time.Now().UTC(), From: aside, Copied: map[string]int{}, Unreadable: err.Error()}
+		if err := db.Update(func(tx *bolt.Tx) error { return putSalvageReport(tx, rep) }); err != nil {
+			db.Close()
+			os.Remove(tmp)
+			return nil, fmt.Errorf("salvage index: %w", err)
+		}
 	}
 	if err := replaceIndex(path, tmp, aside); err != nil {
 		db.Close()

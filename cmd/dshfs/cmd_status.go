@@ -136,6 +136,10 @@ func printStatus(entries []statusEntry) error {
 // kept, and where the damaged file is, for a person deciding whether to
 // look at it.
 func salvageText(mnt string, r *versionstore.SalvageReport) string {
+	if r.Unreadable != "" {
+		return fmt.Sprintf("%s: the index was damaged and nothing could be read from it (%s) at %s: the history, checkpoints and observations it held are lost; the damaged index is kept in %s",
+			quote.Name(mnt), quote.Text(r.Unreadable), r.At.Local().Format(time.DateTime), quote.Name(r.From))
+	}
 	lost := "every page of it could be read"
 	switch {
 	case r.Lost == 1:

@@ -48,6 +48,8 @@ func TestStatusReportsSalvage(t *testing.T) {
 			"/mnt/ws: the index was damaged and salvaged at 2026-01-02 03:04:05: 1 page of it could not be read; nothing could be copied: the history, checkpoints and observations it held are lost; the damaged index is kept in /state/index.db.damaged-1; no change in its journal could be read: history may miss any change before the salvage"},
 		{versionstore.SalvageReport{At: at, From: "/state/index.db.damaged-1", CompleteUntil: at, Copied: map[string]int{"files": 2}},
 			"/mnt/ws: the index was damaged and salvaged at 2026-01-02 03:04:05: every page of it could be read; 2 files entries were copied; the damaged index is kept in /state/index.db.damaged-1; history may miss changes after 2026-01-02 03:04:05"},
+		{versionstore.SalvageReport{At: at, From: "/state/index.db.damaged-1", Copied: map[string]int{}, Unreadable: "index check: no valid meta page"},
+			"/mnt/ws: the index was damaged and nothing could be read from it (index check: no valid meta page) at 2026-01-02 03:04:05: the history, checkpoints and observations it held are lost; the damaged index is kept in /state/index.db.damaged-1"},
 	} {
 		e := statusEntry{Status: unixsocket.Status{MountPoint: "/mnt/ws", Backing: "/ws", IndexSalvage: &c.rep}}
 		out := stdoutOf(t, func() error { return printStatus([]statusEntry{e}) })
