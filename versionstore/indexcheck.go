@@ -53,7 +53,11 @@ type rawIndex struct {
 	f    io.ReaderAt
 	size int64
 	meta rawMeta
-	seen []uint64 // one bit per page reached
+	// older is the other meta page's commit, if it is valid too: a
+	// salvage falls back on it (salvage.go).
+	older    rawMeta
+	hasOlder bool
+	seen     []uint64 // one bit per page reached
 	// readErr is a meta page's read error other than the file's end: with
 	// no valid meta, the disk failed, not necessarily the index.
 	readErr error
@@ -75,23 +79,31 @@ func openRawIndex(f io.ReaderAt, size int64) (*rawIndex, error) {
 	}
 	switch {
 	case ok0 && (!ok1 || m0.txid >= m1.txid):
-		r.meta = m0
+		r.meta, r.older, r.hasOlder = m0, m1, ok1
 	case ok1:
-		r.meta = m1
+		r.meta, r.older, r.hasOlder = m1, m0, ok0
 	case r.readErr != nil:
 		return nil, fmt.Errorf("read meta page: %w", r.readErr)
 	default:
 		return nil, errors.New("no valid meta page")
 	}
-	ps0 := int64(r.meta.pageSize)
-	if ps0 < 1024 || ps0 > 1<<20 || ps0&(ps0-1) != 0 {
-		return nil, fmt.Errorf("page size %d", ps0)
+	if err := r.use(r.meta); err != nil {
+		return nil, err
 	}
-	if r.meta.pgid < 2 || r.meta.pgid > uint64(size/ps0) {
-		return nil, fmt.Errorf("meta: %d pages, the file holds %d", r.meta.pgid, size/ps0)
-	}
-	r.seen = make([]uint64, (r.meta.pgid+63)/64)
 	return r, nil
+}
+
+// use makes m the meta pages are read by, once its bounds are checked.
+func (r *rawIndex) use(m rawMeta) error {
+	ps := int64(m.pageSize)
+	if ps < 1024 || ps > 1<<20 || ps&(ps-1) != 0 {
+		return fmt.Errorf("page size %d", ps)
+	}
+	if m.pgid < 2 || m.pgid > uint64(r.size/ps) {
+		return fmt.Errorf("meta: %d pages, the file holds %d", m.pgid, r.size/ps)
+	}
+	r.meta, r.seen = m, make([]uint64, (m.pgid+63)/64)
+	return nil
 }
 
 // readMeta reads the meta at off, of a page of size ps (0: unknown yet).

@@ -36,6 +36,9 @@ type SalvageReport struct {
 	// (zero: no journal entry could be read).
 	CompleteUntil time.Time `json:"history_complete_until"`
 	JournalSeq    uint64    `json:"journal_seq"`
+	// Unreadable, if set, says why nothing could be read from the damaged
+	// index (no valid meta page): the new one starts empty.
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 // keySalvage, in the meta bucket, holds the last salvage's report.
@@ -69,8 +72,12 @@ func salvage(path, keptAs string, db *bolt.DB, log *slog.Logger) (rep SalvageRep
 	if err != nil {
 		return rep, damage(fmt.Errorf("salvage index: %w", err))
 	}
+	rootSound := r.salvageRoot()
 	err = db.Update(func(tx *bolt.Tx) error {
 		c := &salvager{r: r, rep: &rep}
+		if !rootSound {
+			rep.Lost++
+		}
 		c.entries(r.meta.root, nil, 0, func(k, v []byte, isBucket bool) {
 			if !isBucket || len(k) == 0 {
 				return
@@ -86,11 +93,7 @@ func salvage(path, keptAs string, db *bolt.DB, log *slog.Logger) (rep SalvageRep
 		}
 		newest := newestJournalEntry(tx)
 		rep.CompleteUntil, rep.JournalSeq = newest.Time, newest.Seq
-		v, err := json.Marshal(rep)
-		if err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keySalvage, v)
+		return putSalvageReport(tx, rep)
 	})
 	if err != nil {
 		return rep, fmt.Errorf("salvage index: %w", err)
@@ -98,6 +101,15 @@ func salvage(path, keptAs string, db *bolt.DB, log *slog.Logger) (rep SalvageRep
 	log.Warn("index salvaged", "from", keptAs, "copied", rep.Copied, "pages_lost", rep.Lost,
 		"history_complete_until", rep.CompleteUntil, "journal_seq", rep.JournalSeq)
 	return rep, nil
+}
+
+// putSalvageReport records rep in the new index, for the status to show.
+func putSalvageReport(tx *bolt.Tx, rep SalvageReport) error {
+	v, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketMeta).Put(keySalvage, v)
 }
 
 // salvageIndex salvages the damaged index at path into path.new, and only
@@ -123,6 +135,12 @@ func salvageIndex(path string, bopts *bolt.Options, log *slog.Logger) (*bolt.DB,
 			return nil, err
 		}
 		log.Error("index not salvaged: its history, checkpoints and observations are lost", "kept_as", aside, "err", err)
+		rep := SalvageReport{At: time.Now().UTC(), From: aside, Copied: map[string]int{}, Unreadable: err.Error()}
+		if err := db.Update(func(tx *bolt.Tx) error { return putSalvageReport(tx, rep) }); err != nil {
+			db.Close()
+			os.Remove(tmp)
+			return nil, fmt.Errorf("salvage index: %w", err)
+		}
 	}
 	if err := replaceIndex(path, tmp, aside); err != nil {
 		db.Close()
@@ -154,6 +172,44 @@ func replaceIndex(path, tmp, aside string) error {
 		return fmt.Errorf("sync state directory: %w", err)
 	}
 	return nil
+}
+
+// salvageRoot chooses the commit to salvage from: the newest whose root
+// page holds the store's buckets (a leaf of bucket entries: there are few),
+// and reports whether there was one. A power cut on a disk that lies about
+// syncs can leave the newest meta page naming a root page that was torn or
+// that a later commit reused for something else, while the commit before it
+// is whole; the salvage then copies that one, and the report's journal
+// position says how far it reaches. With neither, the newest is walked for
+// what buckets it may still lead to.
+func (r *rawIndex) salvageRoot() bool {
+	if r.rootHoldsBuckets() {
+		return true
+	}
+	newest := r.meta
+	if r.hasOlder && r.use(r.older) == nil && r.rootHoldsBuckets() {
+		return true
+	}
+	r.use(newest)
+	return false
+}
+
+// rootHoldsBuckets reports whether the root page is a leaf of buckets.
+func (r *rawIndex) rootHoldsBuckets() bool {
+	buf, err := r.page(r.meta.root)
+	if err != nil {
+		return false
+	}
+	flags, elems, err := elements(buf)
+	if err != nil || flags != leafPageFlag || len(elems) == 0 {
+		return false
+	}
+	for _, e := range elems {
+		if !e.bucket {
+			return false
+		}
+	}
+	return true
 }
 
 // salvager copies entries from the raw index, counting what it loses.

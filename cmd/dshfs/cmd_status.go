@@ -1,10 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -12,6 +16,7 @@ import (
 	"github.com/dshfs/dshfs/daemon"
 	"github.com/dshfs/dshfs/internal/quote"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
+	"github.com/dshfs/dshfs/versionstore"
 	"github.com/urfave/cli/v2"
 )
 
@@ -121,11 +126,53 @@ func printStatus(entries []statusEntry) error {
 	}
 	for _, e := range entries {
 		if r := e.IndexSalvage; r != nil {
-			fmt.Printf("%s: the index was damaged and salvaged at %s (%d pages lost, kept in %s); history may miss changes after %s\n",
-				e.MountPoint, r.At.Local().Format(time.DateTime), r.Lost, r.From, r.CompleteUntil.Local().Format(time.DateTime))
+			fmt.Println(salvageText(e.MountPoint, r))
 		}
 	}
 	return nil
+}
+
+// salvageText says what the salvage of a mount's damaged index lost and
+// kept, and where the damaged file is, for a person deciding whether to
+// look at it.
+func salvageText(mnt string, r *versionstore.SalvageReport) string {
+	if r.Unreadable != "" {
+		return fmt.Sprintf("%s: the index was damaged and nothing could be read from it (%s) at %s: the history, checkpoints and observations it held are lost; the damaged index is kept in %s",
+			quote.Name(mnt), quote.Text(r.Unreadable), r.At.Local().Format(time.DateTime), quote.Name(r.From))
+	}
+	lost := "every page of it could be read"
+	switch {
+	case r.Lost == 1:
+		lost = "1 page of it could not be read"
+	case r.Lost > 1:
+		lost = fmt.Sprintf("%d pages of it could not be read", r.Lost)
+	}
+	history := "history may miss changes after " + r.CompleteUntil.Local().Format(time.DateTime)
+	if r.CompleteUntil.IsZero() {
+		history = "no change in its journal could be read: history may miss any change before the salvage"
+	}
+	return fmt.Sprintf("%s: the index was damaged and salvaged at %s: %s; %s; the damaged index is kept in %s; %s",
+		quote.Name(mnt), r.At.Local().Format(time.DateTime), lost, copiedText(r.Copied), quote.Name(r.From), history)
+}
+
+// copiedText counts the entries a salvage copied, the most numerous kind
+// first.
+func copiedText(copied map[string]int) string {
+	kinds := slices.Collect(maps.Keys(copied))
+	slices.SortFunc(kinds, func(a, b string) int { return cmp.Or(copied[b]-copied[a], strings.Compare(a, b)) })
+	var parts []string
+	for _, k := range kinds {
+		if copied[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", copied[k], k))
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return "nothing could be copied: the history, checkpoints and observations it held are lost"
+	case 1:
+		return parts[0] + " entries were copied"
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1] + " entries were copied"
 }
 
 func pidText(pid int) string {
