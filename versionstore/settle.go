@@ -57,8 +57,9 @@ type unsettled struct {
 
 // settler tracks the unsettled publishes in memory. A publish is first
 // pending (its file and directory to be synced), then synced: its record
-// is owed a deletion, which rides the next index commit (commit) or, when
-// a change is about to follow, a commit of its own.
+// is owed a deletion, which rides the next index commit (commit), or the
+// settler's own commit right after the sync (flushLoop), or, when a change
+// is about to follow, a commit of its own.
 type settler struct {
 	mu      sync.Mutex
 	pending map[string]settling
