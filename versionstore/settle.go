@@ -221,9 +221,11 @@ func (s *Store) forgetSettled(owed map[string]Version) {
 func everything(string) bool { return true }
 
 // syncKey fsyncs the regular file at key, if there is one, and its
-// directory, unless synced has it already.
+// directory, unless synced has it already. A directory of key that is gone
+// (or is a link now) took the publish with it: there is nothing left to
+// sync, and a record kept would make the next open put the file back.
 func (s *Store) syncKey(key string, synced map[string]bool) error {
-	return s.inKeyDir(key, false, func(d keyDir) error {
+	err := s.inKeyDir(key, false, func(d keyDir) error {
 		f, err := d.open(d.name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 		switch {
 		case err == nil:
@@ -245,6 +247,10 @@ func (s *Store) syncKey(key string, synced map[string]bool) error {
 		synced[dir] = true
 		return d.sync()
 	})
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+		return nil // the file's own absence is handled above: this is its directory's
+	}
+	return err
 }
 
 func getUnsettled(b *bolt.Bucket, key string) (unsettled, bool) {

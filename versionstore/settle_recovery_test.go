@@ -2,8 +2,11 @@ package versionstore
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // waitRecordGone waits, a bounded while, for key's unsettled record to
@@ -35,5 +38,28 @@ func TestSettledRecordGoesWithoutAnotherCommit(t *testing.T) {
 	ts.restartAfterCut()
 	if got := ts.get("f"); got != "before\n" {
 		t.Fatalf("f holds %q after the restart (record gone after the settling: %v): the checkout made after the publish had settled was undone", got, gone)
+	}
+}
+
+// A publish whose directory is removed straight in the backing directory
+// before it settles is settled by that removal: a clean close leaves no
+// record, and the next open does not make the directory and file again.
+func TestPublishWhoseDirectoryWentLeavesNoRecord(t *testing.T) {
+	ts := openTestStore(t)
+	removeDir := func(*bolt.Tx, Version) error { return os.RemoveAll(ts.path("d")) }
+	_, err := ts.WriteText(context.Background(), Target{Key: "d/f", Display: "/ws/d/f"}, "new\n", Intent{Kind: IntentCreateIfAbsent}, ToolWriter("t"), removeDir)
+	must(t, err)
+	must(t, ts.Close())
+	db, err := bolt.Open(ts.index, 0o600, &bolt.Options{ReadOnly: true})
+	must(t, err)
+	var left int
+	must(t, db.View(func(tx *bolt.Tx) error { left = tx.Bucket(bucketUnsettled).Stats().KeyN; return nil }))
+	must(t, db.Close())
+	ts.open()
+	if _, err := os.Lstat(ts.path("d")); err == nil {
+		t.Fatalf("d is back after a clean close and open (%d unsettled records left by the close): the directory removed since the publish was made again", left)
+	}
+	if left != 0 {
+		t.Fatalf("%d unsettled records after a clean close", left)
 	}
 }
