@@ -344,11 +344,18 @@ func (s *Store) redoOne(key string, u unsettled) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	// The bytes go back as their owner's file (owner.go), never given to
+	// whoever owns the file found now: the path may have been replaced
+	// since the cut by a user who could not read them.
+	own := s.redoOwner(key, u)
+	if err := ownerConflict(t, snap, &own); err != nil {
+		return false, err
+	}
 	mode := pubMode(0)
 	if snap.fi == nil {
 		mode = pubCreate
 	}
-	fi, err := s.publish(context.Background(), t, "", data, u.Perm, nil, &snap, mode)
+	fi, err := s.publish(context.Background(), t, "", data, own.Perm, &own, &snap, mode)
 	if err != nil {
 		return false, err
 	}
@@ -356,6 +363,15 @@ func (s *Store) redoOne(key string, u unsettled) (bool, error) {
 		return true, nil
 	}
 	return true, s.commit([]string{key}, []change{{version: u.Version, fp: fingerprintOf(fi), size: fi.Size(), writer: External, at: s.now()}})
+}
+
+// redoOwner is who owned u's file when it was published, and its bits: as
+// its history recorded them, or else the daemon's user.
+func (s *Store) redoOwner(key string, u unsettled) Owner {
+	if o := s.versionOwner(key, u.Version); o != nil {
+		return *o
+	}
+	return Owner{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Perm: u.Perm}
 }
 
 // lostPublish reads key and says whether it shows u's publish lost: the
