@@ -47,12 +47,15 @@ var bucketUnsettled = []byte("unsettled")
 const unsettledLimit = 256 << 10
 
 // unsettled is what a publish not yet on disk must leave: the version, and
-// the version the path held before (zero: no file).
+// the version the path held before (zero: no file). Seq tells publishes
+// apart: the same bytes published again, after other ones, have the same
+// version, and a sync before the later rename does not settle it.
 type unsettled struct {
 	Version Version     `json:"version"`
 	Prior   Version     `json:"prior,omitzero"`
 	Size    int64       `json:"size"`
 	Perm    fs.FileMode `json:"perm"`
+	Seq     uint64      `json:"seq,omitempty"`
 }
 
 // settler tracks the unsettled publishes in memory. A publish is first
@@ -65,6 +68,7 @@ type settler struct {
 	pending map[string]settling
 	count   atomic.Int64 // len(pending), read without mu on the hot paths
 	kick    chan struct{}
+	seq     atomic.Uint64 // the last publish's Seq
 }
 
 type settling struct {
@@ -152,7 +156,7 @@ func (s *Store) settleWhere(match func(string) bool, drop bool) error {
 			continue
 		}
 		s.settle.mu.Lock()
-		if cur, ok := s.settle.pending[k]; ok && cur.Version == p.Version {
+		if cur, ok := s.settle.pending[k]; ok && cur.Seq == p.Seq {
 			cur.synced = true
 			s.settle.pending[k] = cur
 		}
@@ -172,31 +176,31 @@ func (s *Store) settleWhere(match func(string) bool, drop bool) error {
 	return errors.Join(errs...)
 }
 
-// owedDrops lists the synced publishes match accepts, whose records a
-// commit may delete.
-func (s *Store) owedDrops(match func(string) bool) map[string]Version {
+// owedDrops lists the synced publishes match accepts (their Seq), whose
+// records a commit may delete.
+func (s *Store) owedDrops(match func(string) bool) map[string]uint64 {
 	if s.settle.count.Load() == 0 {
 		return nil
 	}
 	s.settle.mu.Lock()
 	defer s.settle.mu.Unlock()
-	var owed map[string]Version
+	var owed map[string]uint64
 	for k, p := range s.settle.pending {
 		if p.synced && match(k) {
 			if owed == nil {
-				owed = map[string]Version{}
+				owed = map[string]uint64{}
 			}
-			owed[k] = p.Version
+			owed[k] = p.Seq
 		}
 	}
 	return owed
 }
 
 // dropSettled deletes the records of owed publishes that are still theirs.
-func dropSettled(tx *bolt.Tx, owed map[string]Version) error {
+func dropSettled(tx *bolt.Tx, owed map[string]uint64) error {
 	b := tx.Bucket(bucketUnsettled)
-	for k, v := range owed {
-		if cur, ok := getUnsettled(b, k); ok && cur.Version == v {
+	for k, seq := range owed {
+		if cur, ok := getUnsettled(b, k); ok && cur.Seq == seq {
 			if err := b.Delete([]byte(k)); err != nil {
 				return err
 			}
@@ -206,11 +210,11 @@ func dropSettled(tx *bolt.Tx, owed map[string]Version) error {
 }
 
 // forgetSettled forgets owed publishes once a commit deleted their records.
-func (s *Store) forgetSettled(owed map[string]Version) {
+func (s *Store) forgetSettled(owed map[string]uint64) {
 	s.settle.mu.Lock()
 	defer s.settle.mu.Unlock()
-	for k, v := range owed {
-		if cur, ok := s.settle.pending[k]; ok && cur.Version == v && cur.synced {
+	for k, seq := range owed {
+		if cur, ok := s.settle.pending[k]; ok && cur.Seq == seq && cur.synced {
 			delete(s.settle.pending, k)
 			s.settle.count.Add(-1)
 		}

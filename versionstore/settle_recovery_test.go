@@ -3,6 +3,9 @@ package versionstore
 import (
 	"context"
 	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,5 +64,61 @@ func TestPublishWhoseDirectoryWentLeavesNoRecord(t *testing.T) {
 	}
 	if left != 0 {
 		t.Fatalf("%d unsettled records after a clean close", left)
+	}
+}
+
+// A publish is settled only by a sync that came after it: the settler,
+// slow in a sync begun for an earlier publish of the same bytes, must not
+// take a later publish of them (the file edited back) for synced, nor drop
+// its record.
+func TestLaterPublishOfTheSameBytesIsSyncedItself(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("f", "zero\n")
+	v := ts.version("f")
+	var ops []string
+	var mu sync.Mutex
+	var armed atomic.Bool
+	armed.Store(true)
+	reached, release := make(chan struct{}), make(chan struct{})
+	traceSync = func(op, name string) {
+		mu.Lock()
+		ops = append(ops, op+" "+name)
+		mu.Unlock()
+		if op == "sync" && armed.CompareAndSwap(true, false) {
+			close(reached) // the settler, in its sync of the first publish
+			<-release
+		}
+	}
+	t.Cleanup(func() { traceSync = nil })
+	write := func(content string, prev Version) Version {
+		res, err := ts.WriteText(context.Background(), ts.target("f"), content, Intent{Kind: IntentReplaceIfVersion, Version: prev}, ToolWriter("t"))
+		must(t, err)
+		return res.Version
+	}
+	x := write("x\n", v)
+	select {
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("the settler did not sync the first publish")
+	}
+	y := write("y\n", x)
+	if write("x\n", y) != x {
+		t.Fatal("the same bytes got another version")
+	}
+	mu.Lock()
+	renamed := len(ops) // the last publish's rename is the last op so far
+	mu.Unlock()
+	close(release)
+	for deadline := time.Now().Add(10 * time.Second); ts.settle.count.Load() != 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	after := slices.Clone(ops[renamed:])
+	last := ops[renamed-1]
+	mu.Unlock()
+	_, recorded := ts.unsettledRecord("f")
+	if last != "rename f" || !recorded && !slices.Contains(after, "sync .") {
+		t.Fatalf("after the last publish (%q) came %q, and its record is gone: it was taken for settled by the sync of the first", last, after)
 	}
 }

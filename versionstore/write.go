@@ -254,7 +254,7 @@ func (s *Store) commitPublished(t Target, verb string, prior snapshot, fi fs.Fil
 	}
 	c := change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at, data: keep, created: prior.fi == nil, also: also}
 	if mode&pubUnsynced != 0 {
-		c.unsettled = &unsettled{Version: v, Prior: prior.version, Size: int64(len(data)), Perm: perm}
+		c.unsettled = &unsettled{Version: v, Prior: prior.version, Size: int64(len(data)), Perm: perm, Seq: s.settle.seq.Add(1)}
 		if prior.fi == nil {
 			c.unsettled.Prior = Version{}
 		}
