@@ -411,3 +411,40 @@ func (s *Store) lostPublish(t Target, u unsettled) (snapshot, bool, error) {
 	}
 	return snap, false, nil
 }
+
+// moveSettling follows a directory's rename (swap: an exchange of a and b)
+// with the publishes below it not yet settled, in memory: one that ran
+// between the rename's settling and the rename itself is synced at its
+// new path. moveUnsettled moves their records in the index.
+func (s *Store) moveSettling(a, b string, swap bool) {
+	if s.settle.count.Load() == 0 {
+		return
+	}
+	s.settle.mu.Lock()
+	defer s.settle.mu.Unlock()
+	moveKeys(s.settle.pending, a, b, swap)
+	s.settle.count.Store(int64(len(s.settle.pending)))
+}
+
+// moveUnsettled moves the records at and below from to to, in tx.
+func moveUnsettled(tx *bolt.Tx, from, to string) error {
+	b := tx.Bucket(bucketUnsettled)
+	moved := map[string][]byte{}
+	c := b.Cursor()
+	for k, v := c.Seek([]byte(from)); k != nil && bytes.HasPrefix(k, []byte(from)); k, v = c.Next() {
+		if under(string(k), from) {
+			moved[to+string(k[len(from):])] = bytes.Clone(v)
+		}
+	}
+	for k := range moved {
+		if err := b.Delete([]byte(from + k[len(to):])); err != nil {
+			return err
+		}
+	}
+	for k, v := range moved {
+		if err := b.Put([]byte(k), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -122,3 +122,27 @@ func TestLaterPublishOfTheSameBytesIsSyncedItself(t *testing.T) {
 		t.Fatalf("after the last publish (%q) came %q, and its record is gone: it was taken for settled by the sync of the first", last, after)
 	}
 }
+
+// A tool's publish in a directory the mount renames before the publish
+// settles (the rename's settling came first, the publish right after it)
+// moves with the directory: it is synced, or put back after a power cut,
+// at its new path.
+func TestPublishMovedWithItsDirectoryIsSettledThere(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("d/f", "before\n")
+	v := ts.version("d/f")
+	unlock := ts.locks.Lock2("d", "e")
+	ts.Preserve("d") // the mount's rename of d begins: nothing of d's to settle yet
+	ts.Preserve("e")
+	ts.stopSettling()
+	_, err := ts.WriteText(context.Background(), ts.target("d/f"), "after\n", Intent{Kind: IntentReplaceIfVersion, Version: v}, ToolWriter("t"))
+	must(t, err)
+	must(t, os.Rename(ts.path("d"), ts.path("e")))
+	must(t, ts.MoveTree("d", "e", External))
+	unlock()
+	ts.put("e/f", "before\n") // the publish's rename, lost with the cut
+	ts.restartAfterCut()
+	if got := ts.get("e/f"); got != "after\n" {
+		t.Fatalf("e/f holds %q after the restart: the tool's acknowledged write, moved with its directory, was lost", got)
+	}
+}
