@@ -151,8 +151,10 @@ func (s *Store) settleWhere(match func(string) bool, drop bool) error {
 		s.settle.mu.Lock()
 		p := s.settle.pending[k]
 		s.settle.mu.Unlock()
-		if err := s.syncKey(k, synced); err != nil {
-			errs = append(errs, err)
+		if err := s.syncKey(k, synced); err != nil && !s.goneWithItsDir(k, err) {
+			if !errors.Is(err, errKeyDirGone) {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		s.settle.mu.Lock()
@@ -174,6 +176,16 @@ func (s *Store) settleWhere(match func(string) bool, drop bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// goneWithItsDir reports whether err says k's publish went with its
+// directory, removed or made a link: nothing is left to sync, and a record
+// kept would make the next open put the file back. A directory being
+// renamed (a lock above k is held: the mount's rename holds it until the
+// index follows) is not gone: its publishes move with it (moveSettling),
+// and are settled at the new path.
+func (s *Store) goneWithItsDir(k string, err error) bool {
+	return errors.Is(err, errKeyDirGone) && !s.locks.heldAbove(k)
 }
 
 // owedDrops lists the synced publishes match accepts (their Seq), whose
@@ -224,10 +236,12 @@ func (s *Store) forgetSettled(owed map[string]uint64) {
 // everything matches every key.
 func everything(string) bool { return true }
 
+// errKeyDirGone is syncKey's error for a key whose directory is gone or a
+// link now.
+var errKeyDirGone = errors.New("directory gone")
+
 // syncKey fsyncs the regular file at key, if there is one, and its
-// directory, unless synced has it already. A directory of key that is gone
-// (or is a link now) took the publish with it: there is nothing left to
-// sync, and a record kept would make the next open put the file back.
+// directory, unless synced has it already.
 func (s *Store) syncKey(key string, synced map[string]bool) error {
 	err := s.inKeyDir(key, false, func(d keyDir) error {
 		f, err := d.open(d.name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
@@ -252,7 +266,8 @@ func (s *Store) syncKey(key string, synced map[string]bool) error {
 		return d.sync()
 	})
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
-		return nil // the file's own absence is handled above: this is its directory's
+		// The file's own absence is handled above: this is its directory's.
+		return fmt.Errorf("sync %s: %w", key, errKeyDirGone)
 	}
 	return err
 }
@@ -424,6 +439,10 @@ func (s *Store) moveSettling(a, b string, swap bool) {
 	defer s.settle.mu.Unlock()
 	moveKeys(s.settle.pending, a, b, swap)
 	s.settle.count.Store(int64(len(s.settle.pending)))
+	select {
+	case s.settle.kick <- struct{}{}:
+	default:
+	}
 }
 
 // moveUnsettled moves the records at and below from to to, in tx.

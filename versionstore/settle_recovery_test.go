@@ -126,7 +126,7 @@ func TestLaterPublishOfTheSameBytesIsSyncedItself(t *testing.T) {
 // A tool's publish in a directory the mount renames before the publish
 // settles (the rename's settling came first, the publish right after it)
 // moves with the directory: it is synced, or put back after a power cut,
-// at its new path.
+// at its new path, even if the settler looked for it in between.
 func TestPublishMovedWithItsDirectoryIsSettledThere(t *testing.T) {
 	ts := openTestStore(t)
 	ts.put("d/f", "before\n")
@@ -138,6 +138,9 @@ func TestPublishMovedWithItsDirectoryIsSettledThere(t *testing.T) {
 	_, err := ts.WriteText(context.Background(), ts.target("d/f"), "after\n", Intent{Kind: IntentReplaceIfVersion, Version: v}, ToolWriter("t"))
 	must(t, err)
 	must(t, os.Rename(ts.path("d"), ts.path("e")))
+	// The settler's pass in that moment finds no d: the publish is not
+	// gone, it is moving.
+	must(t, ts.settleWhere(everything, true))
 	must(t, ts.MoveTree("d", "e", External))
 	unlock()
 	ts.put("e/f", "before\n") // the publish's rename, lost with the cut
