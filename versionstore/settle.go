@@ -28,9 +28,9 @@ import (
 //
 // After a power cut, Open looks at every record left (redoUnsettled): a file
 // that still shows the bytes before the publish (its rename was lost), is
-// missing after a create, or came back empty or zero-filled (its data was
-// lost) is written again from the kept bytes, durably, before anything is
-// served. A file showing anything else was changed after the publish, and
+// missing after a create, or came back torn — empty, zero-filled, or with
+// only some of its pages (its data was lost, or part of it) — is written
+// again from the kept bytes, durably, before anything is served. A file showing anything else was changed after the publish, and
 // that change is kept as it is.
 //
 // Every change to a file with a record waits for the record to settle
@@ -352,16 +352,16 @@ func (s *Store) redoOne(key string, u unsettled) (bool, error) {
 		return false, err // a later change was recorded: it stands
 	}
 	t := Target{Key: key, Display: key}
-	snap, lost, err := s.lostPublish(t, u)
+	data, oerr := s.Object(u.Version) // nil if missing: a torn file goes unrecognised
+	snap, lost, err := s.lostPublish(t, u, data)
 	if err != nil || !lost {
 		if err == nil {
 			err = s.syncKey(key, map[string]bool{}) // landed: make it durable now
 		}
 		return false, err
 	}
-	data, err := s.Object(u.Version)
-	if err != nil {
-		return false, err
+	if oerr != nil {
+		return false, oerr
 	}
 	// The bytes go back as their owner's file (owner.go), never given to
 	// whoever owns the file found now: the path may have been replaced
@@ -393,10 +393,10 @@ func (s *Store) redoOwner(key string, u unsettled) Owner {
 	return Owner{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Perm: u.Perm}
 }
 
-// lostPublish reads key and says whether it shows u's publish lost: the
-// bytes before it, no file after a create, or an empty or zero-filled file
-// where u had bytes.
-func (s *Store) lostPublish(t Target, u unsettled) (snapshot, bool, error) {
+// lostPublish reads key and says whether it shows u's publish, whose bytes
+// are want, lost: the bytes before it, no file after a create, or a file
+// torn where u had bytes.
+func (s *Store) lostPublish(t Target, u unsettled, want []byte) (snapshot, bool, error) {
 	var snap snapshot
 	f, fi, err := s.openRegular(t, "read")
 	if err != nil {
@@ -421,10 +421,26 @@ func (s *Store) lostPublish(t Target, u unsettled) (snapshot, bool, error) {
 		return snap, false, nil
 	case !u.Prior.IsZero() && v == u.Prior:
 		return snap, true, nil
-	case u.Size > 0 && (len(data) == 0 || len(bytes.Trim(data, "\x00")) == 0):
+	case u.Size > 0 && torn(data, want):
 		return snap, true, nil
 	}
 	return snap, false, nil
+}
+
+// torn reports whether data is what writeback may leave of want at a power
+// cut: empty, zero-filled, the first pages only, or some pages with zeros
+// where the others should be; no longer than want, and each byte its own
+// or zero. Without want, only an empty or zero-filled file is.
+func torn(data, want []byte) bool {
+	if want != nil && len(data) > len(want) {
+		return false
+	}
+	for i, c := range data {
+		if c != 0 && (want == nil || c != want[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // moveSettling follows a directory's rename (swap: an exchange of a and b)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -147,5 +148,34 @@ func TestPublishMovedWithItsDirectoryIsSettledThere(t *testing.T) {
 	ts.restartAfterCut()
 	if got := ts.get("e/f"); got != "after\n" {
 		t.Fatalf("e/f holds %q after the restart: the tool's acknowledged write, moved with its directory, was lost", got)
+	}
+}
+
+// A publish whose bytes reached the disk only in part, as writeback left
+// them at the cut (the first pages and the size so far; or some pages, with
+// zeros where the others should be), is a lost publish too, put back.
+func TestTornPublishIsPutBack(t *testing.T) {
+	after := strings.Repeat("the tool's line\n", 1024) // 16 KiB: four pages
+	cases := []struct {
+		name string
+		torn string
+	}{
+		{"first page", after[:4096]},
+		{"pages and zeros", after[:4096] + strings.Repeat("\x00", 8192) + after[12288:]},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ts := openTestStore(t)
+			ts.put("f", "before\n")
+			v := ts.version("f")
+			ts.stopSettling()
+			_, err := ts.WriteText(context.Background(), ts.target("f"), after, Intent{Kind: IntentReplaceIfVersion, Version: v}, ToolWriter("t"))
+			must(t, err)
+			ts.put("f", c.torn)
+			ts.restartAfterCut()
+			if got := ts.get("f"); got != after {
+				t.Fatalf("f holds %d bytes (%q…) after the restart, want the tool's acknowledged %d", len(got), got[:min(len(got), 20)], len(after))
+			}
+		})
 	}
 }
