@@ -179,3 +179,25 @@ func TestTornPublishIsPutBack(t *testing.T) {
 		})
 	}
 }
+
+// A restore over a tool's publish not yet settled settles it, record and
+// all, before it changes the file: a cut after the restore's rename and
+// before its commit must not find the record there and take the restored
+// bytes (those before the publish) for the publish lost.
+func TestRestoreSettlesThePublishFirst(t *testing.T) {
+	ts := openTestStore(t)
+	ts.put("f", "before\n")
+	v := ts.version("f")
+	ts.stopSettling()
+	_, err := ts.WriteText(context.Background(), ts.target("f"), "the tool's\n", Intent{Kind: IntentReplaceIfVersion, Version: v}, ToolWriter("t"))
+	must(t, err)
+	var left bool
+	ts.beforePublish = func() { _, left = ts.unsettledRecord("f") }
+	_, err = ts.Restore(context.Background(), ts.target("f"), v, ToolWriter("me"))
+	ts.beforePublish = nil
+	must(t, err)
+	ts.restartAfterCut()
+	if left {
+		t.Fatal("the tool's unsettled record was still there when the restore replaced f: a cut before the restore's commit would put the tool's write back over it")
+	}
+}
