@@ -201,3 +201,27 @@ func TestRestoreSettlesThePublishFirst(t *testing.T) {
 		t.Fatal("the tool's unsettled record was still there when the restore replaced f: a cut before the restore's commit would put the tool's write back over it")
 	}
 }
+
+// A tool's publish too large to ride its commit, over a small one not yet
+// settled, settles that one and deletes its record first: the large one is
+// synced before its commit, and a cut in between must not find the small
+// one's record and take the large one's bytes (the file's bytes before the
+// small one, written back) for the small one lost.
+func TestLargePublishSettlesTheSmallOneFirst(t *testing.T) {
+	ts := openTestStore(t)
+	large := strings.Repeat("a line of the large file\n", 12<<10) // 300 KiB
+	ts.put("f", large)
+	v := ts.version("f")
+	ts.stopSettling()
+	small, err := ts.WriteText(context.Background(), ts.target("f"), "small\n", Intent{Kind: IntentReplaceIfVersion, Version: v}, ToolWriter("t"))
+	must(t, err)
+	var left bool
+	ts.beforePublish = func() { _, left = ts.unsettledRecord("f") }
+	_, err = ts.WriteText(context.Background(), ts.target("f"), large, Intent{Kind: IntentReplaceIfVersion, Version: small.Version}, ToolWriter("t"))
+	ts.beforePublish = nil
+	must(t, err)
+	ts.restartAfterCut()
+	if left {
+		t.Fatal("the small publish's record was still there when the large one replaced f: a cut before the large one's commit would put the small one back over it")
+	}
+}

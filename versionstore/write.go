@@ -219,9 +219,12 @@ func (s *Store) published(key string, v *Version) {
 // toolPublish is how a tool's write or edit of n bytes at key publishes:
 // unsynced when its bytes ride its commit (settle.go), after any earlier
 // unsettled publish of key has settled, so that one can never be taken for
-// this one lost. Callers hold key's lock.
+// this one lost. A synced publish, whose commit does not replace that
+// publish's record, has the record deleted first, as a restore does.
+// Callers hold key's lock.
 func (s *Store) toolPublish(key string, n int) pubMode {
 	if !s.deferrable(n) {
+		s.settleUnder(key, true)
 		return 0
 	}
 	s.settleUnder(key, false)
