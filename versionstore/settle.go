@@ -358,6 +358,9 @@ func (s *Store) redoOne(key string, u unsettled) (bool, error) {
 		if err == nil {
 			err = s.syncKey(key, map[string]bool{}) // landed: make it durable now
 		}
+		if errors.Is(err, errKeyDirGone) {
+			err = nil // gone with its directory since: nothing to put back
+		}
 		return false, err
 	}
 	if oerr != nil {
