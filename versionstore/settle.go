@@ -30,8 +30,9 @@ import (
 // that still shows the bytes before the publish (its rename was lost), is
 // missing after a create, or came back torn — empty, zero-filled, or with
 // only some of its pages (its data was lost, or part of it) — is written
-// again from the kept bytes, durably, before anything is served. A file showing anything else was changed after the publish, and
-// that change is kept as it is.
+// again from the kept bytes, as its owner's file, durably, before anything
+// is served. A file showing anything else was changed after the publish,
+// and that change is kept as it is.
 //
 // Every change to a file with a record waits for the record to settle
 // first, so a later change can never be taken for a lost publish: the
