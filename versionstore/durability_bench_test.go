@@ -90,7 +90,7 @@ func durabilityEditor(b *testing.B, kind string) func() time.Duration {
 	i := 0
 	return func() time.Duration {
 		if kind == "settled" {
-			s.settleWhere(everything, false)
+			s.settleWhere(everything, true) // synced and its record dropped, as the settler does
 		}
 		t0 := time.Now()
 		res, err := editText(context.Background(), s, tg, edits[i%2], &v, ToolWriter("bench"))

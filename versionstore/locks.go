@@ -1,6 +1,9 @@
 package versionstore
 
-import "sync"
+import (
+	"path"
+	"sync"
+)
 
 // Locks is a table of per-file mutexes keyed by workspace-relative real path.
 // Tool mutations and FUSE mutations share one table, so a tool's
@@ -62,4 +65,17 @@ func (l *Locks) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.m)
+}
+
+// heldAbove reports whether the lock of a directory above key is held or
+// waited for.
+func (l *Locks) heldAbove(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for d := path.Dir(key); d != "." && d != "/"; d = path.Dir(d) {
+		if _, ok := l.m[d]; ok {
+			return true
+		}
+	}
+	return false
 }

@@ -233,6 +233,10 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, owner *O
 			return res, &Error{Reason: ReasonWouldLose, Op: "restore", Path: t.Display, Err: ErrWouldLose}
 		}
 	}
+	// A tool's publish here is on disk, and its record gone, before the
+	// file changes: a cut before this change's commit must not take the
+	// bytes put back for that publish lost (settle.go).
+	s.settleUnder(t.Key, true)
 	at := s.now()
 	if v.IsZero() {
 		// As publish does: look once more, as late as possible, so a write

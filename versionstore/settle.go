@@ -30,10 +30,11 @@ import (
 //
 // After a power cut, Open looks at every record left (redoUnsettled): a file
 // that still shows the bytes before the publish (its rename was lost), is
-// missing after a create, or came back empty or zero-filled (its data was
-// lost) is written again from the kept bytes, durably, before anything is
-// served. A file showing anything else was changed after the publish, and
-// that change is kept as it is.
+// missing after a create, or came back torn — empty, zero-filled, or with
+// only some of its pages (its data was lost, or part of it) — is written
+// again from the kept bytes, as its owner's file, durably, before anything
+// is served. A file showing anything else was changed after the publish,
+// and that change is kept as it is.
 //
 // Every change to a file with a record waits for its publish to be synced
 // first, so a later change can never be taken for a lost publish: a tool's
@@ -54,12 +55,16 @@ const unsettledLimit = 256 << 10
 // file may show if the publish was lost: the version it replaced and, when
 // that was an unsettled publish of the same tool sequence too, the ones
 // before it (Before, newest first); NoFile when one of them was no file.
+// Seq tells publishes apart: the same bytes published again, after other
+// ones, have the same version, and a sync before the later rename does not
+// settle it.
 type unsettled struct {
 	Version Version     `json:"version"`
 	Before  []Version   `json:"before,omitempty"`
 	NoFile  bool        `json:"no_file,omitempty"`
 	Size    int64       `json:"size"`
 	Perm    fs.FileMode `json:"perm"`
+	Seq     uint64      `json:"seq,omitempty"`
 }
 
 // maxBefore bounds a record's chain of unsettled versions: past it, the
@@ -95,13 +100,15 @@ func (s *Store) unsettledOver(key string, cur snapshot) *unsettled {
 
 // settler tracks the unsettled publishes in memory. A publish is first
 // pending (its file and directory to be synced), then synced: its record
-// is owed a deletion, which rides the next index commit (commit) or, when
-// a change is about to follow, a commit of its own.
+// is owed a deletion, which rides the next index commit (commit), or the
+// settler's own commit right after the sync (flushLoop), or, when a change
+// is about to follow, a commit of its own.
 type settler struct {
 	mu      sync.Mutex
 	pending map[string]settling
 	count   atomic.Int64 // len(pending), read without mu on the hot paths
 	kick    chan struct{}
+	seq     atomic.Uint64 // the last publish's Seq
 }
 
 type settling struct {
@@ -190,12 +197,14 @@ func (s *Store) settleWhere(match func(string) bool, drop bool) error {
 		s.settle.mu.Lock()
 		p := s.settle.pending[k]
 		s.settle.mu.Unlock()
-		if err := s.syncKey(k, synced); err != nil {
-			errs = append(errs, err)
+		if err := s.syncKey(k, synced); err != nil && !s.goneWithItsDir(k, err) {
+			if !errors.Is(err, errKeyDirGone) {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		s.settle.mu.Lock()
-		if cur, ok := s.settle.pending[k]; ok && cur.Version == p.Version {
+		if cur, ok := s.settle.pending[k]; ok && cur.Seq == p.Seq {
 			cur.synced = true
 			s.settle.pending[k] = cur
 		}
@@ -215,31 +224,41 @@ func (s *Store) settleWhere(match func(string) bool, drop bool) error {
 	return errors.Join(errs...)
 }
 
-// owedDrops lists the synced publishes match accepts, whose records a
-// commit may delete.
-func (s *Store) owedDrops(match func(string) bool) map[string]Version {
+// goneWithItsDir reports whether err says k's publish went with its
+// directory, removed or made a link: nothing is left to sync, and a record
+// kept would make the next open put the file back. A directory being
+// renamed (a lock above k is held: the mount's rename holds it until the
+// index follows) is not gone: its publishes move with it (moveSettling),
+// and are settled at the new path.
+func (s *Store) goneWithItsDir(k string, err error) bool {
+	return errors.Is(err, errKeyDirGone) && !s.locks.heldAbove(k)
+}
+
+// owedDrops lists the synced publishes match accepts (their Seq), whose
+// records a commit may delete.
+func (s *Store) owedDrops(match func(string) bool) map[string]uint64 {
 	if s.settle.count.Load() == 0 {
 		return nil
 	}
 	s.settle.mu.Lock()
 	defer s.settle.mu.Unlock()
-	var owed map[string]Version
+	var owed map[string]uint64
 	for k, p := range s.settle.pending {
 		if p.synced && match(k) {
 			if owed == nil {
-				owed = map[string]Version{}
+				owed = map[string]uint64{}
 			}
-			owed[k] = p.Version
+			owed[k] = p.Seq
 		}
 	}
 	return owed
 }
 
 // dropSettled deletes the records of owed publishes that are still theirs.
-func dropSettled(tx *bolt.Tx, owed map[string]Version) error {
+func dropSettled(tx *bolt.Tx, owed map[string]uint64) error {
 	b := tx.Bucket(bucketUnsettled)
-	for k, v := range owed {
-		if cur, ok := getUnsettled(b, k); ok && cur.Version == v {
+	for k, seq := range owed {
+		if cur, ok := getUnsettled(b, k); ok && cur.Seq == seq {
 			if err := b.Delete([]byte(k)); err != nil {
 				return err
 			}
@@ -249,11 +268,11 @@ func dropSettled(tx *bolt.Tx, owed map[string]Version) error {
 }
 
 // forgetSettled forgets owed publishes once a commit deleted their records.
-func (s *Store) forgetSettled(owed map[string]Version) {
+func (s *Store) forgetSettled(owed map[string]uint64) {
 	s.settle.mu.Lock()
 	defer s.settle.mu.Unlock()
-	for k, v := range owed {
-		if cur, ok := s.settle.pending[k]; ok && cur.Version == v && cur.synced {
+	for k, seq := range owed {
+		if cur, ok := s.settle.pending[k]; ok && cur.Seq == seq && cur.synced {
 			delete(s.settle.pending, k)
 			s.settle.count.Add(-1)
 		}
@@ -263,10 +282,14 @@ func (s *Store) forgetSettled(owed map[string]Version) {
 // everything matches every key.
 func everything(string) bool { return true }
 
+// errKeyDirGone is syncKey's error for a key whose directory is gone or a
+// link now.
+var errKeyDirGone = errors.New("directory gone")
+
 // syncKey fsyncs the regular file at key, if there is one, and its
 // directory, unless synced has it already.
 func (s *Store) syncKey(key string, synced map[string]bool) error {
-	return s.inKeyDir(key, false, func(d keyDir) error {
+	err := s.inKeyDir(key, false, func(d keyDir) error {
 		f, err := d.open(d.name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 		switch {
 		case err == nil:
@@ -288,6 +311,11 @@ func (s *Store) syncKey(key string, synced map[string]bool) error {
 		synced[dir] = true
 		return d.sync()
 	})
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+		// The file's own absence is handled above: this is its directory's.
+		return fmt.Errorf("sync %s: %w", key, errKeyDirGone)
+	}
+	return err
 }
 
 func getUnsettled(b *bolt.Bucket, key string) (unsettled, bool) {
@@ -370,22 +398,32 @@ func (s *Store) redoOne(key string, u unsettled) (bool, error) {
 		return false, err // a later change was recorded: it stands
 	}
 	t := Target{Key: key, Display: key}
-	snap, lost, err := s.lostPublish(t, u)
+	data, oerr := s.Object(u.Version) // nil if missing: a torn file goes unrecognised
+	snap, lost, err := s.lostPublish(t, u, data)
 	if err != nil || !lost {
 		if err == nil {
 			err = s.syncKey(key, map[string]bool{}) // landed: make it durable now
 		}
+		if errors.Is(err, errKeyDirGone) {
+			err = nil // gone with its directory since: nothing to put back
+		}
 		return false, err
 	}
-	data, err := s.Object(u.Version)
-	if err != nil {
+	if oerr != nil {
+		return false, oerr
+	}
+	// The bytes go back as their owner's file (owner.go), never given to
+	// whoever owns the file found now: the path may have been replaced
+	// since the cut by a user who could not read them.
+	own := s.redoOwner(key, u)
+	if err := ownerConflict(t, snap, &own); err != nil {
 		return false, err
 	}
 	mode := pubMode(0)
 	if snap.fi == nil {
 		mode = pubCreate
 	}
-	fi, err := s.publish(context.Background(), t, "", data, u.Perm, nil, &snap, mode)
+	fi, err := s.publish(context.Background(), t, "", data, own.Perm, &own, &snap, mode)
 	if err != nil {
 		return false, err
 	}
@@ -395,10 +433,19 @@ func (s *Store) redoOne(key string, u unsettled) (bool, error) {
 	return true, s.commit([]string{key}, []change{{version: u.Version, fp: fingerprintOf(fi), size: fi.Size(), writer: External, at: s.now()}})
 }
 
-// lostPublish reads key and says whether it shows u's publish lost: the
-// bytes before it, no file after a create, or an empty or zero-filled file
-// where u had bytes.
-func (s *Store) lostPublish(t Target, u unsettled) (snapshot, bool, error) {
+// redoOwner is who owned u's file when it was published, and its bits: as
+// its history recorded them, or else the daemon's user.
+func (s *Store) redoOwner(key string, u unsettled) Owner {
+	if o := s.versionOwner(key, u.Version); o != nil {
+		return *o
+	}
+	return Owner{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Perm: u.Perm}
+}
+
+// lostPublish reads key and says whether it shows u's publish, whose bytes
+// are want, lost: the bytes before it, no file after a create, or a file
+// torn where u had bytes.
+func (s *Store) lostPublish(t Target, u unsettled, want []byte) (snapshot, bool, error) {
 	var snap snapshot
 	f, fi, err := s.openRegular(t, "read")
 	if err != nil {
@@ -423,8 +470,65 @@ func (s *Store) lostPublish(t Target, u unsettled) (snapshot, bool, error) {
 		return snap, false, nil
 	case slices.Contains(u.Before, v):
 		return snap, true, nil
-	case u.Size > 0 && (len(data) == 0 || len(bytes.Trim(data, "\x00")) == 0):
+	case u.Size > 0 && torn(data, want):
 		return snap, true, nil
 	}
 	return snap, false, nil
+}
+
+// torn reports whether data is what writeback may leave of want at a power
+// cut: empty, zero-filled, the first pages only, or some pages with zeros
+// where the others should be; no longer than want, and each byte its own
+// or zero. Without want, only an empty or zero-filled file is.
+func torn(data, want []byte) bool {
+	if want != nil && len(data) > len(want) {
+		return false
+	}
+	for i, c := range data {
+		if c != 0 && (want == nil || c != want[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// moveSettling follows a directory's rename (swap: an exchange of a and b)
+// with the publishes below it not yet settled, in memory: one that ran
+// between the rename's settling and the rename itself is synced at its
+// new path. moveUnsettled moves their records in the index.
+func (s *Store) moveSettling(a, b string, swap bool) {
+	if s.settle.count.Load() == 0 {
+		return
+	}
+	s.settle.mu.Lock()
+	defer s.settle.mu.Unlock()
+	moveKeys(s.settle.pending, a, b, swap)
+	s.settle.count.Store(int64(len(s.settle.pending)))
+	select {
+	case s.settle.kick <- struct{}{}:
+	default:
+	}
+}
+
+// moveUnsettled moves the records at and below from to to, in tx.
+func moveUnsettled(tx *bolt.Tx, from, to string) error {
+	b := tx.Bucket(bucketUnsettled)
+	moved := map[string][]byte{}
+	c := b.Cursor()
+	for k, v := c.Seek([]byte(from)); k != nil && bytes.HasPrefix(k, []byte(from)); k, v = c.Next() {
+		if under(string(k), from) {
+			moved[to+string(k[len(from):])] = bytes.Clone(v)
+		}
+	}
+	for k := range moved {
+		if err := b.Delete([]byte(from + k[len(to):])); err != nil {
+			return err
+		}
+	}
+	for k, v := range moved {
+		if err := b.Put([]byte(k), v); err != nil {
+			return err
+		}
+	}
+	return nil
 }

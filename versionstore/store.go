@@ -283,7 +283,10 @@ func (s *Store) flushLoop() {
 		case <-flush.C:
 			s.flushPending()
 		case <-s.settle.kick:
-			s.logErr("settle tool writes", "", s.settleWhere(everything, false))
+			// The records go at once, in a commit of their own: until then
+			// a change made straight into the backing directory, however
+			// late, could be taken for a lost publish after a power cut.
+			s.logErr("settle tool writes", "", s.settleWhere(everything, true))
 		}
 	}
 }

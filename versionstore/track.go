@@ -261,6 +261,7 @@ func (s *Store) MoveTree(oldKey, newKey string, w Writer) error {
 	}
 	s.flushPending()
 	s.moveMarks(oldKey, newKey, false)
+	s.moveSettling(oldKey, newKey, false)
 	at := s.now().UTC()
 	return s.db.Update(func(tx *bolt.Tx) error {
 		before, err := treeVersions(tx, oldKey, newKey)
@@ -268,6 +269,9 @@ func (s *Store) MoveTree(oldKey, newKey string, w Writer) error {
 			return err
 		}
 		if err := moveTree(tx, oldKey, newKey); err != nil {
+			return err
+		}
+		if err := moveUnsettled(tx, oldKey, newKey); err != nil {
 			return err
 		}
 		return journalTrees(tx, before, oldKey, newKey, at, w)
@@ -282,6 +286,7 @@ func (s *Store) ExchangeTree(a, b string, w Writer) error {
 	}
 	s.flushPending()
 	s.moveMarks(a, b, true)
+	s.moveSettling(a, b, true)
 	at := s.now().UTC()
 	return s.db.Update(func(tx *bolt.Tx) error {
 		before, err := treeVersions(tx, a, b)
@@ -291,6 +296,9 @@ func (s *Store) ExchangeTree(a, b string, w Writer) error {
 		tmp := b + "\x00exchange" // never a path: NUL cannot occur in one
 		for _, m := range [][2]string{{a, tmp}, {b, a}, {tmp, b}} {
 			if err := moveTree(tx, m[0], m[1]); err != nil {
+				return err
+			}
+			if err := moveUnsettled(tx, m[0], m[1]); err != nil {
 				return err
 			}
 		}

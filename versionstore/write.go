@@ -221,6 +221,7 @@ func (s *Store) published(key string, v *Version) {
 // with the record its commit keeps. Callers hold key's lock.
 func (s *Store) toolPublish(key string, n int, cur snapshot) (pubMode, *unsettled) {
 	if !s.deferrable(n) {
+		s.settleUnder(key, true) // its commit does not replace an earlier record: drop it first
 		return 0, nil
 	}
 	return pubUnsynced, s.unsettledOver(key, cur)
@@ -252,7 +253,7 @@ func (s *Store) commitPublished(t Target, verb string, prior snapshot, fi fs.Fil
 	}
 	c := change{version: v, fp: fp, size: int64(len(data)), writer: w, at: at, data: keep, created: prior.fi == nil, also: also}
 	if u != nil {
-		u.Version, u.Size, u.Perm = v, int64(len(data)), perm
+		u.Version, u.Size, u.Perm, u.Seq = v, int64(len(data)), perm, s.settle.seq.Add(1)
 		c.unsettled = u
 	}
 	keys, cs = append(keys, t.Key), append(cs, c)
