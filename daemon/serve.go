@@ -84,7 +84,10 @@ func (m *mount) status(pol *policy.Policy) func() unixsocket.Status {
 		if s, err := m.store.Stats(); err == nil {
 			st.FilesIndexed, st.DirtyFiles = s.Files, s.Dirty
 		}
-		if rep, ok := m.store.Salvaged(); ok {
+		rep, ok, err := m.store.Salvaged()
+		if err != nil {
+			m.log.Error("read the index's salvage report", "err", err)
+		} else if ok {
 			st.IndexSalvage = &rep
 		}
 		if pol != nil {
