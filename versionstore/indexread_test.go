@@ -1,8 +1,11 @@
 package versionstore
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -108,4 +111,35 @@ func TestClosedIndexIsNotAbsent(t *testing.T) {
 	if CodeOf(err) != CodeIOError {
 		t.Errorf("read through a closed index: %v, want FS_IO_ERROR", err)
 	}
+}
+
+// The record of a tool's publish a crash may have lost that no longer
+// decodes is not "nothing to finish": the start logs it, naming the file.
+func TestUnreadableUnsettledRecordIsLogged(t *testing.T) {
+	ts := openTestStore(t)
+	ts.damage(bucketUnsettled, "a.txt")
+	var log syncBuffer
+	must(t, ts.Close())
+	ts.open(func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+	if got := log.String(); !strings.Contains(got, "path=a.txt") {
+		t.Errorf("start over an unreadable unsettled record logged %q, want the file named", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the store's goroutines to log to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
