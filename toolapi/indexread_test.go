@@ -52,3 +52,27 @@ func TestUnreadableEntryIsNamed(t *testing.T) {
 		t.Errorf("checkpoint: %v\nwant %s", got, want)
 	}
 }
+
+// A history that cannot be read is named as such: log, show and diff say
+// which file's versions could not be listed.
+func TestUnreadableHistoryIsNamed(t *testing.T) {
+	h := newHarness(t)
+	h.put("a.txt", "one\n")
+	mustOK(t, h.read(agent, "a.txt"))
+	err := h.store.DB().Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket([]byte("history")).Cursor()
+		k, _ := c.First()
+		return tx.Bucket([]byte("history")).Put(k, []byte("{not json"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `cannot list the versions of "` + h.disp("a.txt") + `": the index could not be read (decode history of "a.txt": ` +
+		`invalid character 'n' looking for beginning of object key string); check the disk where dshfs keeps its state, then retry`
+	if _, err := h.svc.History("", "a.txt"); err == nil || err.Error() != want {
+		t.Errorf("history: %v\nwant %s", err, want)
+	}
+	if _, _, err := h.svc.Show("", "a.txt", versionstore.SumString("one\n").String()); err == nil || err.Error() != want {
+		t.Errorf("show: %v\nwant %s", err, want)
+	}
+}
