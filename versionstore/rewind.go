@@ -386,7 +386,8 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 }
 
 // unplanned is the conflict of a file the plan leaves alone that may differ
-// from the checkpoint unseen (why: err), at the version the index holds.
+// from the checkpoint unseen, for the reason why, at the version the index
+// holds.
 func (s *Store) unplanned(key string, why error) RewindAction {
 	v, err := s.indexVersion(key)
 	if err != nil {
