@@ -49,14 +49,25 @@ lint: tools
 	$(GO) vet $(PKGS)
 	$(STATICCHECK) $(PKGS)
 
-# Run each fuzz target for FUZZTIME; crashers land in testdata/fuzz as regression cases.
+# Each fuzz target, as package:Target, run where it lives for FUZZTIME;
+# crashers land in the package's testdata/fuzz as regression cases. go test
+# -fuzz with a pattern that matches no target passes silently, so every
+# target is looked up with -list first and one that is missing fails.
+FUZZ_TARGETS := ./toolapi:FuzzApplyLiteralEdit ./toolapi:FuzzWindow ./toolapi:FuzzDecodeArgs \
+                ./unix-socket:FuzzDecodeToolResult ./unix-socket:FuzzAppendString ./unix-socket:FuzzReadHead \
+                ./internal/quote:FuzzName
+
 fuzz:
-	$(GO) test ./versionstore -run '^$$' -fuzz '^FuzzApplyLiteralEdit$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./toolapi -run '^$$' -fuzz '^FuzzWindow$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./toolapi -run '^$$' -fuzz '^FuzzDecodeArgs$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzDecodeToolResult$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzAppendString$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzReadHead$$' -fuzztime $(FUZZTIME)
+	@for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  $(GO) test $$pkg -list "^$$name\$$" | grep -qx "$$name" || \
+	    { echo "make fuzz: no fuzz target $$name in $$pkg: update FUZZ_TARGETS in the Makefile" >&2; exit 1; }; \
+	done
+	@for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "$(GO) test $$pkg -run '^$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME)"; \
+	  $(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
 
 # Benchmarks: compare against baselines measured in the same run (see BENCHMARKS.md).
 bench:

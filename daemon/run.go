@@ -87,7 +87,7 @@ func run(cfg Config, ready *Ready) error {
 
 // resolveStateDir makes the state directory absolute, the default one if
 // none is named (clients anywhere read it from the mount's record), and
-// refuses one another user could change.
+// refuses one another user could change or whose socket path is too long.
 func (cfg *Config) resolveStateDir() error {
 	var err error
 	if cfg.StateDir == "" {
@@ -98,8 +98,10 @@ func (cfg *Config) resolveStateDir() error {
 	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
 		return err
 	}
-	cfg.StateDir, err = PrepareStateDir(cfg.StateDir)
-	return err
+	if cfg.StateDir, err = PrepareStateDir(cfg.StateDir); err != nil {
+		return err
+	}
+	return checkSocketPath(cfg.StateDir)
 }
 
 // catchSignals catches the signals that unmount. They are caught before

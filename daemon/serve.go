@@ -81,10 +81,15 @@ func Tools(store *versionstore.Store, noPolicy bool, cfg toolapi.Config) (svc *t
 func (m *mount) status(pol *policy.Policy) func() unixsocket.Status {
 	return func() unixsocket.Status {
 		st := unixsocket.Status{MountPoint: m.cfg.MountPoint, Backing: m.cfg.Backing, Socket: m.socket, StateDir: m.cfg.StateDir}
-		if s, err := m.store.Stats(); err == nil {
+		if s, err := m.store.Stats(); err != nil {
+			m.log.Error("count the index", "err", err) // not "no files": the status cannot say
+		} else {
 			st.FilesIndexed, st.DirtyFiles = s.Files, s.Dirty
 		}
-		if rep, ok := m.store.Salvaged(); ok {
+		rep, ok, err := m.store.Salvaged()
+		if err != nil {
+			m.log.Error("read the index's salvage report", "err", err)
+		} else if ok {
 			st.IndexSalvage = &rep
 		}
 		if pol != nil {

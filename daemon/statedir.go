@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/dshfs/dshfs/internal/quote"
 )
@@ -55,25 +56,42 @@ func fromLegacy(legacy, dir, real string) string {
 }
 
 // stateName is the readable part of a state directory's name: the
-// workspace's last element, at most 32 letters, digits or ._- (anything
-// else becomes _).
+// workspace's last element, letters, digits or ._- (anything else becomes
+// _), cut to at most 32 bytes of whole letters. Bytes, not letters: the
+// socket's path, in the directory, has a limit in bytes (checkSocketPath).
 func stateName(workspace string) string {
 	name := filepath.Base(workspace)
 	if name == "/" || name == "." {
 		name = "root"
 	}
 	var b strings.Builder
-	for i, r := range []rune(name) {
-		if i == 32 {
+	for _, r := range name {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("._-", r) {
+			r = '_'
+		}
+		if b.Len()+utf8.RuneLen(r) > 32 {
 			break
 		}
-		if unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("._-", r) {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
+		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// maxSocketPath is the longest path a Unix socket can be bound at: the
+// kernel's sun_path less its terminating NUL (107 bytes on Linux, 103 on
+// macOS).
+var maxSocketPath = len(syscall.RawSockaddrUnix{}.Path) - 1
+
+// checkSocketPath refuses a state directory whose socket path is longer
+// than the kernel takes, before anything is mounted: bind would fail with
+// a bare "invalid argument".
+func checkSocketPath(stateDir string) error {
+	p := socketPath(stateDir)
+	if len(p) <= maxSocketPath {
+		return nil
+	}
+	return fmt.Errorf("the socket path %s is %d bytes, longer than the %d a socket's path may be: give a shorter state directory with --state",
+		quote.Name(p), len(p), maxSocketPath)
 }
 
 func isDir(path string) bool {

@@ -105,8 +105,8 @@ func (p *Policy) Observe(actor, key string, o Observation) error {
 		return err
 	}
 	now := p.now()
-	if p.unchanged(actor, key, o, now) {
-		return nil // a read-only transaction is much cheaper than a commit
+	if same, err := p.unchanged(actor, key, o, now); err != nil || same {
+		return err // a read-only transaction is much cheaper than a commit
 	}
 	return p.db.Update(func(tx *bolt.Tx) error { return put(tx, actor, key, o, now) })
 }
@@ -150,15 +150,19 @@ func put(tx *bolt.Tx, actor, key string, o Observation, now time.Time) error {
 // unchanged reports whether actor already holds observation o of key and
 // was stamped active recently enough that the stamp need not move. One
 // read-only transaction: a read repeating what its actor saw costs no more.
-func (p *Policy) unchanged(actor, key string, o Observation, now time.Time) bool {
-	same := false
-	p.db.View(func(tx *bolt.Tx) error {
+// An observation that does not decode is not the same: the commit that
+// follows replaces it.
+func (p *Policy) unchanged(actor, key string, o Observation, now time.Time) (same bool, err error) {
+	err = p.db.View(func(tx *bolt.Tx) error {
 		prev, found := decodeObservation(tx.Bucket(bucketObservations).Get(obsKey(actor, key)))
 		last, ok := unstamp(tx.Bucket(bucketActors).Get([]byte(actor)))
 		same = found && prev == o && ok && now.Sub(last) < stampInterval
 		return nil
 	})
-	return same
+	if err != nil {
+		return false, fmt.Errorf("read observation of %q by %q: %w", key, actor, err)
+	}
+	return same, nil
 }
 
 // decodeObservation reads a stored observation (found: there is one, and it

@@ -88,6 +88,12 @@ func storeMessage(op string, e *versionstore.Error) string {
 			what = cannot
 		}
 		return what + "the index could not record the change (" + osReason(e.Err) + "); make room where dshfs keeps its state, then retry"
+	case versionstore.ReasonIndexRead:
+		what := op + " failed: "
+		if e.Path != "" {
+			what = cannot
+		}
+		return what + "the index could not be read (" + osReason(e.Err) + "); check the disk where dshfs keeps its state, then retry"
 	}
 	return cannot + storeReasons[e.Reason]
 }

@@ -76,10 +76,11 @@ func (s *Service) Log(ctx context.Context, q SessionQuery) ([]versionstore.Chang
 }
 
 func (s *Service) syncIfIndexed(ctx context.Context) error {
-	if !s.store.Baselined() {
-		return nil
+	base, err := s.store.Baselined()
+	if err != nil || !base {
+		return describe("sync", err)
 	}
-	_, err := s.store.Sync(ctx, nil)
+	_, err = s.store.Sync(ctx, nil)
 	return describe("sync", err)
 }
 

@@ -37,7 +37,19 @@ func (s *Service) History(cwd, path string) ([]versionstore.HistoryEntry, error)
 	if err != nil {
 		return nil, err
 	}
-	return s.store.History(t.Key)
+	return s.history(t)
+}
+
+// history is t's versions. The store fails to list them only when the
+// index cannot be read, which is said as the other store failures are,
+// naming the file.
+func (s *Service) history(t versionstore.Target) ([]versionstore.HistoryEntry, error) {
+	h, err := s.store.History(t.Key)
+	if err != nil {
+		const r = versionstore.ReasonIndexRead
+		return nil, describe("list the versions of", &versionstore.Error{Code: r.Code(), Reason: r, Op: "list the versions of", Path: t.Display, Err: err})
+	}
+	return h, nil
 }
 
 // Show returns the bytes of path at version, which is a full version
@@ -89,7 +101,7 @@ func (s *Service) diffVersions(cwd, path, from, to string) (t versionstore.Targe
 	if t, err = s.Resolve(cwd, path); err != nil {
 		return t, a, b, err
 	}
-	h, err := s.store.History(t.Key)
+	h, err := s.history(t)
 	if err != nil {
 		return t, a, b, err
 	}
@@ -154,7 +166,7 @@ func (s *Service) fileVersion(cwd, path, version string) (versionstore.Target, v
 	if err != nil {
 		return t, versionstore.Version{}, err
 	}
-	h, err := s.store.History(t.Key)
+	h, err := s.history(t)
 	if err != nil {
 		return t, versionstore.Version{}, err
 	}

@@ -69,15 +69,11 @@ func (s *Store) preserveLocked(key string, queued bool) (absent bool) {
 		}
 		return false
 	}
-	known, unknown := false, false
-	s.db.View(func(tx *bolt.Tx) error {
-		r, found, err := getRecord(tx, key)
-		known = err == nil && found && r.FP == fp && !fp.racy(r.Recorded) && !r.Version.IsZero() &&
-			(s.objects.present(tx, r.Version) || !s.objects.keeps(fi.Size()))
-		unknown = err == nil && !found
-		return nil
-	})
-	if known {
+	known, unknown, err := s.keptAlready(key, fi, fp)
+	if err != nil || known {
+		// An entry that cannot be read cannot be updated either: the
+		// change's own commit will fail and say so.
+		s.logErr("read index", key, err)
 		return false
 	}
 	c, err := s.readForCapture(Target{Key: key, Display: key}, at, External, true)
@@ -85,7 +81,12 @@ func (s *Store) preserveLocked(key string, queued bool) (absent bool) {
 		s.logErr("keep the bytes before a change", key, err)
 		return false
 	}
-	c.created = unknown && s.hasBaseline() // after a baseline, an unknown file is new
+	base, err := s.hasBaseline()
+	if err != nil {
+		s.logErr("read index", key, err)
+		return false
+	}
+	c.created = unknown && base // after a baseline, an unknown file is new
 	if queued {
 		s.enqueue(key, c)
 		return false
@@ -147,4 +148,19 @@ func (s *Store) takeBornAbsent(key string) bool {
 	born := s.mount.bornAbsent[key]
 	delete(s.mount.bornAbsent, key)
 	return born
+}
+
+// keptAlready reports whether the index holds key's file with fingerprint
+// fp (of stat fi), settled, and its bytes are kept or never would be
+// (known); and whether it has no entry for key at all (unknown). An entry
+// that cannot be read is an error, never "unknown".
+func (s *Store) keptAlready(key string, fi fs.FileInfo, fp fingerprint) (known, unknown bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		r, found, err := getRecord(tx, key)
+		known = found && r.FP == fp && !fp.racy(r.Recorded) && !r.Version.IsZero() &&
+			(s.objects.present(tx, r.Version) || !s.objects.keeps(fi.Size()))
+		unknown = !found
+		return err
+	})
+	return known, unknown, err
 }

@@ -52,6 +52,7 @@ const (
 	ReasonOwnerChanged        // no code: another user owns the file than the bytes put back
 	ReasonIndex               // FS_IO_ERROR: the index could not record a change; Err is the cause
 	ReasonDirOwner            // no code: another user owns the directory the bytes would be put back in
+	ReasonIndexRead           // FS_IO_ERROR: the index could not be read; Err is the cause
 )
 
 var reasons = [...]struct {
@@ -76,6 +77,7 @@ var reasons = [...]struct {
 	ReasonOwnerChanged: {"", "owner changed"},
 	ReasonIndex:        {CodeIOError, "index not written"},
 	ReasonDirOwner:     {"", "directory owner"},
+	ReasonIndexRead:    {CodeIOError, "index not read"},
 }
 
 // Code is the reference code a failure of this reason carries.
@@ -147,4 +149,22 @@ func indexError(op, display string, err error) *Error {
 	fe := fail(ReasonIndex, op, display)
 	fe.Err = err
 	return fe
+}
+
+// indexReadError is the error of op on display when the index could not be
+// read: a closed index, or an entry that no longer decodes. It is never
+// taken for "the index has no entry", which would make a file it cannot
+// read look new.
+func indexReadError(op, display string, err error) *Error {
+	fe := fail(ReasonIndexRead, op, display)
+	fe.Err = err
+	return fe
+}
+
+// wrapIndexRead is indexReadError, or nil when err is nil.
+func wrapIndexRead(op, display string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return indexReadError(op, display, err)
 }

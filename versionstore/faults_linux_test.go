@@ -256,7 +256,7 @@ func TestFullStateDiskAtOpenKeepsIndex(t *testing.T) {
 			must(t, os.Remove(filepath.Join(state, "filler")))
 			ts.open()
 			t.Cleanup(func() { ts.Close() })
-			if _, ok := ts.Salvaged(); ok {
+			if _, ok := ts.salvaged(); ok {
 				t.Error("a healthy index was salvaged")
 			}
 			if got, err := ts.FindCheckpoint("before"); err != nil || got.Seq != cp.Seq {
@@ -328,7 +328,7 @@ func TestFullStateDiskKeepsDamagedIndex(t *testing.T) {
 	must(t, os.Remove(filepath.Join(state, "filler")))
 	ts.open()
 	t.Cleanup(func() { ts.Close() })
-	if _, ok := ts.Salvaged(); !ok {
+	if _, ok := ts.salvaged(); !ok {
 		t.Error("the damaged index was not salvaged once there was room")
 	}
 	if got, err := ts.FindCheckpoint("before"); err != nil || got.Seq != cp.Seq {

@@ -61,14 +61,17 @@ func (r *retention) wait() { r.bg.Wait() }
 // objects, a 260 MB index).
 func (r *retention) kept() int64 { return r.files.Load() + r.index.Load() }
 
-// indexBytes is the space the index's pages take.
-func (s *Store) indexBytes() int64 {
-	var n int64
-	s.db.View(func(tx *bolt.Tx) error {
-		n = s.pagesInUse(tx)
+// measureIndex notes the space the index's pages take; on an error the
+// last measure stands.
+func (s *Store) measureIndex() error {
+	err := s.db.View(func(tx *bolt.Tx) error {
+		s.retain.index.Store(s.pagesInUse(tx))
 		return nil
 	})
-	return n
+	if err != nil {
+		return fmt.Errorf("measure index: %w", err)
+	}
+	return nil
 }
 
 // pagesInUse is the index's size as tx sees it less its free pages, which a
@@ -84,7 +87,9 @@ func (s *Store) pagesInUse(tx *bolt.Tx) int64 {
 // budget.
 func (s *Store) objectsAdded(inFiles int64) {
 	s.retain.files.Add(inFiles)
-	s.retain.index.Store(s.indexBytes())
+	if err := s.measureIndex(); err != nil {
+		s.log.Error("measure the index", "err", err)
+	}
 	if s.retain.kept() <= s.retain.trigger.Load() || !s.retain.running.CompareAndSwap(false, true) {
 		return
 	}
@@ -202,7 +207,9 @@ func (s *Store) GC(progress func(done, total int)) (GCResult, error) {
 	}
 	// What the index takes now: the pages of the dropped entries are free.
 	s.retain.files.Store(files)
-	s.retain.index.Store(s.indexBytes())
+	if err := s.measureIndex(); err != nil {
+		return res, err
+	}
 	res.StoredBytes = s.retain.kept()
 	// When what must be kept alone is over budget, the next collection
 	// waits for a tenth of the budget more, not for the next commit.

@@ -78,12 +78,15 @@ func checkIndexFile(t *testing.T, path string) {
 		return
 	}
 	defer db.Close()
-	db.View(func(tx *bolt.Tx) error {
+	err = db.View(func(tx *bolt.Tx) error {
 		for err := range tx.Check() {
 			t.Errorf("index check: %v", err)
 		}
 		return nil
 	})
+	if err != nil {
+		t.Errorf("check index: %v", err)
+	}
 }
 
 func (ts *testStore) path(rel string) string { return filepath.Join(ts.dir, filepath.FromSlash(rel)) }

@@ -39,12 +39,12 @@ func TestHistoryBounded(t *testing.T) {
 	if len(h) != 3 || h[0].Size != 10 || h[2].Size != 8 {
 		t.Fatalf("history = %+v", h)
 	}
-	ts.db.View(func(tx *bolt.Tx) error {
+	must(t, ts.db.View(func(tx *bolt.Tx) error {
 		if n := tx.Bucket(bucketHistory).Stats().KeyN; n != 3 {
 			t.Errorf("%d history keys stored, want 3", n)
 		}
 		return nil
-	})
+	}))
 }
 
 // The racy rule: a fingerprint recorded close to the file's own timestamps

@@ -218,7 +218,7 @@ func TestDamagedIndexSalvaged(t *testing.T) {
 	if aside, _ := filepath.Glob(ts.index + ".damaged-*"); len(aside) != 1 {
 		t.Fatalf("damaged index not kept for inspection: %v", aside)
 	}
-	if rep, ok := ts.Salvaged(); !ok || rep.Lost != 1 || rep.Copied["checkpoints"] != 1 || rep.JournalSeq == 0 || rep.CompleteUntil.IsZero() {
+	if rep, ok := ts.salvaged(); !ok || rep.Lost != 1 || rep.Copied["checkpoints"] != 1 || rep.JournalSeq == 0 || rep.CompleteUntil.IsZero() {
 		t.Fatalf("salvage report %+v (found: %v)", rep, ok)
 	}
 	if got, err := ts.FindCheckpoint("before"); err != nil || got.Seq != cp.Seq {
@@ -283,7 +283,7 @@ func TestStalledCheckFailsOpen(t *testing.T) {
 	}
 	boltCheck = check
 	openWithin(ts, 30*time.Second)
-	if _, ok := ts.Salvaged(); ok {
+	if _, ok := ts.salvaged(); ok {
 		t.Error("an index whose check stalled was salvaged")
 	}
 	if h, err := ts.History("d01/" + strings.Repeat("file", 40) + "-0001.txt"); err != nil || len(h) != 1 {

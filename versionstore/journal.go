@@ -103,18 +103,10 @@ func (s *Store) runAlso(tx *bolt.Tx, key string, c change) {
 	}
 }
 
-// commit records cs (in order, cs[i] for keys[i]) in one transaction,
-// keeping the bytes each carries: they are compressed first, outside the
-// transaction, and large ones written to their files. It returns once the
-// transaction is durable; concurrent callers share it (groupcommit.go).
-func (s *Store) commit(keys []string, cs []change) error {
-	s.settleKeys(keys, cs)
-	var objs []packed
-	now := s.now()
-	s.objects.files.RLock()
-	defer s.objects.files.RUnlock()
-	var stored map[Version]bool
-	s.db.View(func(tx *bolt.Tx) error {
+// storedAlready is the versions among cs carrying bytes that are kept
+// already: their bytes are not packed again.
+func (s *Store) storedAlready(cs []change) (stored map[Version]bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		for i := range cs {
 			if cs[i].data != nil && s.objects.present(tx, cs[i].version) {
 				if stored == nil {
@@ -125,6 +117,26 @@ func (s *Store) commit(keys []string, cs []change) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, fmt.Errorf("look up kept objects: %w", err)
+	}
+	return stored, nil
+}
+
+// commit records cs (in order, cs[i] for keys[i]) in one transaction,
+// keeping the bytes each carries: they are compressed first, outside the
+// transaction, and large ones written to their files. It returns once the
+// transaction is durable; concurrent callers share it (groupcommit.go).
+func (s *Store) commit(keys []string, cs []change) error {
+	s.settleKeys(keys, cs)
+	var objs []packed
+	now := s.now()
+	s.objects.files.RLock()
+	defer s.objects.files.RUnlock()
+	stored, err := s.storedAlready(cs)
+	if err != nil {
+		return err
+	}
 	for i := range cs {
 		data := cs[i].data
 		cs[i].data = nil
@@ -143,7 +155,7 @@ func (s *Store) commit(keys []string, cs []change) error {
 	}
 	var added int64                 // to the objects in files of their own
 	owed := s.owedDrops(everything) // settled publishes' records ride along
-	err := s.commits.update(func(tx *bolt.Tx) error {
+	err = s.commits.update(func(tx *bolt.Tx) error {
 		added = 0
 		if err := dropSettled(tx, owed); err != nil {
 			return err

@@ -36,7 +36,7 @@ func TestRewindRefusesToLoseUnkeptBytes(t *testing.T) {
 
 	res, err := ts.Rewind(context.Background(), "cp", RewindOptions{Writer: ToolWriter("me")})
 	must(t, err)
-	if _, err := os.Stat(ts.path("big.bin")); err != nil && !ts.HasObject(Sum(big)) {
+	if _, err := os.Stat(ts.path("big.bin")); err != nil && !ts.hasObject(Sum(big)) {
 		t.Fatalf("rewind %+v removed big.bin; its bytes were never kept and are gone", res)
 	}
 }

@@ -306,14 +306,13 @@ func (s *Store) Object(v Version) ([]byte, error) {
 }
 
 // HasObject reports whether the bytes of v are kept.
-func (s *Store) HasObject(v Version) bool {
+func (s *Store) HasObject(v Version) (ok bool, err error) {
 	s.flushPending()
-	ok := false
-	s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		ok = hasObject(tx, v)
 		return nil
 	})
-	return ok
+	return ok, err
 }
 
 // fileBytes sums the space the objects kept in files of their own occupy

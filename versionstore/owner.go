@@ -30,13 +30,19 @@ func (s *Store) putBackOwner(t Target, v Version, cur snapshot, owner *Owner) (O
 		}
 		return *owner, nil
 	}
-	if err := ownerConflict(t, cur, &Owner{Uid: s.writerUID(t.Key, v)}); err != nil {
+	uid, err := s.writerUID(t.Key, v)
+	if err != nil {
+		return Owner{}, indexReadError("restore", t.Display, err)
+	}
+	if err := ownerConflict(t, cur, &Owner{Uid: uid}); err != nil {
 		return Owner{}, err
 	}
 	perm := s.fileMode
 	if cur.fi != nil {
 		perm = cur.fi.Mode().Perm()
-	} else if last := s.lastPerm(t.Key); last != 0 {
+	} else if last, err := s.lastPerm(t.Key); err != nil {
+		return Owner{}, indexReadError("restore", t.Display, err)
+	} else if last != 0 {
 		perm = last
 	}
 	return Owner{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Perm: perm & (s.fileMode | 0o111)}, nil
@@ -71,19 +77,18 @@ func dirOwnerConflict(d keyDir, t Target, verb string, owner *Owner) error {
 
 // versionOwner is the owner recorded with the newest entry of key's history
 // that has version v; nil if none says.
-func (s *Store) versionOwner(key string, v Version) *Owner {
-	var o *Owner
-	s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) versionOwner(key string, v Version) (o *Owner, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		h, err := readHistory(tx, key)
 		for _, e := range h {
-			if err == nil && e.Version == v && e.Owner != nil {
+			if e.Version == v && e.Owner != nil {
 				o = e.Owner
-				return nil
+				break
 			}
 		}
-		return nil
+		return err
 	})
-	return o
+	return o, err
 }
 
 // writerUID is the user who wrote version v of key, as its newest history
@@ -91,37 +96,32 @@ func (s *Store) versionOwner(key string, v Version) *Owner {
 // daemon's user for a tool's write, and for a change made behind dshfs's
 // back (whose writer is unknown), the daemon's user too, the cautious
 // choice: a file another user owns now is then left alone.
-func (s *Store) writerUID(key string, v Version) uint32 {
+func (s *Store) writerUID(key string, v Version) (uint32, error) {
 	uid := uint32(os.Geteuid())
-	s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bolt.Tx) error {
 		h, err := readHistory(tx, key)
-		if err != nil {
-			return nil
-		}
 		for i := len(h) - 1; i >= 0; i-- {
 			if h[i].Version == v {
 				if h[i].Writer.Kind == WriterMount {
 					uid = h[i].Writer.Uid
 				}
-				return nil
+				break
 			}
 		}
-		return nil
+		return err
 	})
-	return uid
+	return uid, err
 }
 
 // lastPerm is the permission bits the index last saw key with; zero if it
 // never saw them.
-func (s *Store) lastPerm(key string) fs.FileMode {
-	var perm fs.FileMode
-	s.db.View(func(tx *bolt.Tx) error {
-		if r, found, err := getRecord(tx, key); err == nil && found {
-			perm = r.Perm
-		}
-		return nil
+func (s *Store) lastPerm(key string) (perm fs.FileMode, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		r, _, err := getRecord(tx, key)
+		perm = r.Perm
+		return err
 	})
-	return perm
+	return perm, err
 }
 
 // giveOwner makes o the owner of f, a new file not published yet. A daemon

@@ -109,7 +109,10 @@ func (s *Store) Read(ctx context.Context, t Target, sink func(chunk []byte, last
 	// The bytes read are kept if they are not yet: a change made behind the
 	// store's back later can then be undone.
 	var kept []byte
-	known, unkept := s.knownRecord(t.Key, before)
+	known, unkept, err := s.knownRecord(t.Key, before)
+	if err != nil {
+		return Version{}, indexReadError("read", t.Display, err)
+	}
 	if unkept {
 		kept = make([]byte, 0, before.Size())
 	}
@@ -128,30 +131,23 @@ func (s *Store) Read(ctx context.Context, t Target, sink func(chunk []byte, last
 	return v, nil
 }
 
-// unkept reports whether the bytes of the file key, with stat fi, should be
-// kept by a read.
-func (s *Store) unkept(key string, fi fs.FileInfo) bool {
-	_, unkept := s.knownRecord(key, fi)
-	return unkept
-}
-
 // knownRecord returns the index entry of key if it names the file with stat
 // fi and its bytes are kept, and otherwise whether a read should keep them
 // (the store keeps files of its size). A racy fingerprint counts as the same
 // file here: at worst the bytes of a same-size rewrite within one timestamp
 // tick go unkept, where checking would cost every read of a fresh file a
-// commit.
-func (s *Store) knownRecord(key string, fi fs.FileInfo) (known record, unkept bool) {
+// commit. An entry that cannot be read is an error, not an unknown file.
+func (s *Store) knownRecord(key string, fi fs.FileInfo) (known record, unkept bool, err error) {
 	fp := fingerprintOf(fi)
-	s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		r, found, err := getRecord(tx, key)
-		if err == nil && found && r.FP == fp && !r.Version.IsZero() && s.objects.present(tx, r.Version) {
+		if found && r.FP == fp && !r.Version.IsZero() && s.objects.present(tx, r.Version) {
 			known = r
 		}
-		return nil
+		return err
 	})
 	unkept = known.Version.IsZero() && s.objects.capturing() && s.objects.keeps(fi.Size())
-	return known, unkept
+	return known, unkept, err
 }
 
 // streamBytes hashes every byte of r while handing it to sink, and appends
@@ -262,7 +258,11 @@ func (s *Store) ReadBytes(ctx context.Context, t Target, maxBytes int64) ([]byte
 	v := Sum(data)
 	if after, err := f.Stat(); err == nil && fingerprintOf(after) == fingerprintOf(before) && after.Size() == int64(len(data)) {
 		var kept []byte
-		if s.unkept(t.Key, after) {
+		_, unkept, err := s.knownRecord(t.Key, after)
+		if err != nil {
+			return nil, Version{}, indexReadError("read", t.Display, err)
+		}
+		if unkept {
 			kept = data
 		}
 		s.noteVersion(t.Key, fingerprintOf(after), v, at, kept)

@@ -189,7 +189,11 @@ func (s *Store) Restore(ctx context.Context, t Target, v Version, w Writer) (Res
 	s.awaitWriters(ctx, t.Key)
 	unlock := s.locks.Lock(t.Key)
 	defer unlock()
-	res, err = s.putBackLocked(ctx, t, v, s.versionOwner(t.Key, v), data, nil, w)
+	owner, err := s.versionOwner(t.Key, v)
+	if err != nil {
+		return res, indexReadError("restore", t.Display, err)
+	}
+	res, err = s.putBackLocked(ctx, t, v, owner, data, nil, w)
 	return res, err
 }
 
@@ -204,6 +208,11 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, owner *O
 	}
 	if cur.fi != nil && !cur.fi.Mode().IsRegular() {
 		return RestoreResult{}, fail(ReasonNotRegular, "restore", t.Display)
+	}
+	// An entry that cannot be read cannot record the restore either:
+	// nothing is replaced that the index could not then account for.
+	if _, err := s.indexVersion(t.Key); err != nil {
+		return RestoreResult{}, indexReadError("restore", t.Display, err)
 	}
 	res := RestoreResult{From: cur.version}
 	if s.dirty(t.Key) {
@@ -223,14 +232,9 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, owner *O
 	}
 	// What is replaced must stay restorable: its bytes are kept first, or
 	// nothing is replaced.
-	if cur.fi != nil && !s.kept(cur.version) {
-		if cur.data != nil && s.objects.keeps(int64(len(cur.data))) {
-			if err := s.commit([]string{t.Key}, []change{{version: cur.version, data: cur.data, keepOnly: true}}); err != nil {
-				return res, indexError("restore", t.Display, err)
-			}
-		}
-		if !s.kept(cur.version) {
-			return res, &Error{Reason: ReasonWouldLose, Op: "restore", Path: t.Display, Err: ErrWouldLose}
+	if cur.fi != nil {
+		if err := s.keepReplaced(t, "restore", cur); err != nil {
+			return res, err
 		}
 	}
 	// A tool's publish here is on disk, and its record gone, before the
@@ -372,19 +376,28 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 		}
 	}
 	for _, key := range s.owedUnplanned(first, o) {
-		v := s.indexVersion(key)
-		res.Actions = append(res.Actions, RewindAction{Path: key, Op: "restore", From: v, To: v, Err: ErrBeingWritten, InGit: inGit(key)})
+		res.Actions = append(res.Actions, s.unplanned(key, ErrBeingWritten))
 		res.Conflicts++
 	}
 	for _, key := range unreadUnplanned(st.Unread, first, o) {
-		v := s.indexVersion(key)
-		res.Actions = append(res.Actions, RewindAction{Path: key, Op: "restore", From: v, To: v, Err: osError("restore", key, st.Unread[key]), InGit: inGit(key)})
+		res.Actions = append(res.Actions, s.unplanned(key, osError("restore", key, st.Unread[key])))
 		res.Conflicts++
 	}
 	if o.Progress != nil {
 		o.Progress(len(keys), len(keys))
 	}
 	return res, nil
+}
+
+// unplanned is the conflict of a file the plan leaves alone that may differ
+// from the checkpoint unseen, for the reason why, at the version the index
+// holds.
+func (s *Store) unplanned(key string, why error) RewindAction {
+	v, err := s.indexVersion(key)
+	if err != nil {
+		why = indexReadError("rewind", key, err)
+	}
+	return RewindAction{Path: key, Op: "restore", From: v, To: v, Err: why, InGit: inGit(key)}
 }
 
 // owedUnplanned are the files in the rewind's scope that the plan leaves
@@ -490,7 +503,11 @@ func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRu
 	unlock := s.locks.Lock(key)
 	defer unlock()
 	s.flushPending()
-	known := s.indexVersion(key)
+	known, err := s.indexVersion(key)
+	if err != nil {
+		a.Op, a.Err = "restore", indexReadError("rewind", key, err)
+		return a, true
+	}
 	if fi, err := s.lstatKey(key); err == nil && !fi.Mode().IsRegular() {
 		a.Op, a.Err = "restore", ErrNotRegularNow
 		return a, true
@@ -551,25 +568,22 @@ func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRu
 	return a, true
 }
 
-// indexVersion is the version the index holds for key (zero: none, or absent).
-func (s *Store) indexVersion(key string) Version {
-	var v Version
-	s.db.View(func(tx *bolt.Tx) error {
+// indexVersion is the version the index holds for key (zero: none, or
+// absent). An entry that cannot be read is an error, never "none".
+func (s *Store) indexVersion(key string) (v Version, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		r, _, err := getRecord(tx, key)
-		if err == nil {
-			v = r.Version
-		}
-		return nil
+		v = r.Version
+		return err
 	})
-	return v
+	return v, err
 }
 
 // kept reports whether the bytes of v are in the object store.
-func (s *Store) kept(v Version) bool {
-	ok := false
-	s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) kept(v Version) (ok bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		ok = s.objects.present(tx, v)
 		return nil
 	})
-	return ok
+	return ok, err
 }

@@ -99,7 +99,7 @@ func TestCreatedOnlyAfterACreation(t *testing.T) {
 	}
 	ts.mountWrite("p", "changed through the mount\n")
 
-	if !ts.HasObject(SumString("precious\n")) {
+	if !ts.hasObject(SumString("precious\n")) {
 		t.Error("the file's bytes were not kept before the mount changed it")
 	}
 	res, err := ts.Rewind(context.Background(), "cp", RewindOptions{Writer: ToolWriter("me")})

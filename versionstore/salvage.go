@@ -296,16 +296,21 @@ func newestJournalEntry(tx *bolt.Tx) JournalEntry {
 
 // Salvaged returns the report of the last salvage of this index, if it was
 // ever salvaged: the status shows it.
-func (s *Store) Salvaged() (SalvageReport, bool) {
-	var rep SalvageReport
-	found := false
-	s.db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bucketMeta).Get(keySalvage); v != nil {
-			found = json.Unmarshal(v, &rep) == nil
+// A report that does not decode is an error: taken for none, the status
+// would say the index was never salvaged.
+func (s *Store) Salvaged() (rep SalvageReport, found bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketMeta).Get(keySalvage)
+		if v == nil {
+			return nil
 		}
+		if err := json.Unmarshal(v, &rep); err != nil {
+			return fmt.Errorf("decode salvage report: %w", err)
+		}
+		found = true
 		return nil
 	})
-	return rep, found
+	return rep, found, err
 }
 
 // reattachObjects gives the object files under objects/ that the salvaged
@@ -313,23 +318,30 @@ func (s *Store) Salvaged() (SalvageReport, bool) {
 // against its name first.
 func (s *Store) reattachObjects() {
 	var found []packed
-	filepath.WalkDir(s.objects.dir, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(s.objects.dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return nil
 		}
 		v, err := ParseVersion(versionPrefix + filepath.Base(filepath.Dir(p)) + d.Name())
-		if err != nil || s.HasObject(v) {
+		if err != nil {
 			return nil
+		}
+		if kept, err := s.kept(v); err != nil || kept {
+			return err
 		}
 		if p, ok := s.objects.reattach(v, p); ok {
 			found = append(found, p)
 		}
 		return nil
 	})
+	if err != nil {
+		s.log.Error("re-attach kept objects after a salvage", "err", err)
+		return
+	}
 	if len(found) == 0 {
 		return
 	}
-	err := s.commits.update(func(tx *bolt.Tx) error {
+	err = s.commits.update(func(tx *bolt.Tx) error {
 		for _, p := range found {
 			if _, err := putObject(tx, p); err != nil {
 				return err

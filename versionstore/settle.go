@@ -353,9 +353,13 @@ func (s *Store) redoUnsettled() error {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketUnsettled).ForEach(func(k, v []byte) error {
 			var u unsettled
-			if json.Unmarshal(v, &u) == nil {
-				left[string(k)] = u
+			if err := json.Unmarshal(v, &u); err != nil {
+				// Not "nothing to finish": the write may be lost, and the
+				// log is all that can say so.
+				s.log.Error("read a tool write a crash may have lost", "path", string(k), "err", err)
+				return nil
 			}
+			left[string(k)] = u
 			return nil
 		})
 	})

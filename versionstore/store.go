@@ -201,12 +201,13 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		s.reattachObjects()
 	}
 	s.retain.init(opts.RetainBytes, opts.RetainAge)
-	s.db.View(func(tx *bolt.Tx) error {
-		s.retain.files.Store(fileBytes(tx))
-		return nil
-	})
 	s.retain.pageSize = int64(s.db.Info().PageSize)
-	s.retain.index.Store(s.indexBytes())
+	if err := s.measureKept(); err != nil {
+		s.db.Close()
+		root.Close()
+		rootDir.Close()
+		return nil, err
+	}
 	s.settle.init()
 	if err := s.redoUnsettled(); err != nil {
 		s.db.Close()
@@ -217,6 +218,19 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 	s.syncDone.Add(1)
 	go s.flushLoop()
 	return s, nil
+}
+
+// measureKept counts, at the start, what the retention budget counts: the
+// objects kept in files of their own, and the index.
+func (s *Store) measureKept() error {
+	err := s.db.View(func(tx *bolt.Tx) error {
+		s.retain.files.Store(fileBytes(tx))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("measure kept objects: %w", err)
+	}
+	return s.measureIndex()
 }
 
 // openRootDir opens the workspace directory as a file: os.Root does not

@@ -42,7 +42,7 @@ func TestCreateFingerprintMatchesFile(t *testing.T) {
 	fi, err := os.Stat(ts.path("new"))
 	must(t, err)
 	var r record
-	ts.db.View(func(tx *bolt.Tx) error { r, _, _ = getRecord(tx, "new"); return nil })
+	must(t, ts.db.View(func(tx *bolt.Tx) (err error) { r, _, err = getRecord(tx, "new"); return err }))
 	if r.FP != fingerprintOf(fi) {
 		t.Fatalf("recorded %+v, file has %+v", r.FP, fingerprintOf(fi))
 	}

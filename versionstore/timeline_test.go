@@ -264,12 +264,12 @@ func TestCorruptObjects(t *testing.T) {
 	ts.mountWrite("big.bin", "replaced\n")
 
 	ts.flushPending()
-	ts.db.Update(func(tx *bolt.Tx) error {
+	must(t, ts.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketObjects)
 		v := bytes.Clone(b.Get(v1[:]))
 		v[len(v)-1] ^= 0xff
 		return b.Put(v1[:], v)
-	})
+	}))
 	p := ts.objects.path(vbig)
 	data, err := os.ReadFile(p)
 	if err != nil {
@@ -368,8 +368,8 @@ func TestRetention(t *testing.T) {
 		t.Fatalf("gc left the store over budget: %+v", res)
 	}
 	var stored int64
-	ts.db.View(func(tx *bolt.Tx) error { stored = fileBytes(tx); return nil })
-	if stored += ts.indexBytes(); stored > budget || stored != res.StoredBytes {
+	must(t, ts.db.View(func(tx *bolt.Tx) error { stored = fileBytes(tx) + ts.pagesInUse(tx); return nil }))
+	if stored > budget || stored != res.StoredBytes {
 		t.Fatalf("stored %d bytes, budget %d, gc said %d", stored, budget, res.StoredBytes)
 	}
 	cur, _ := os.ReadFile(ts.path("f.bin"))
@@ -398,7 +398,7 @@ func TestRetentionAge(t *testing.T) {
 	ts.mountWrite("f.txt", "two\n")
 	clock.advance(2 * time.Second) // stored times are in seconds
 	res, err := ts.GC(nil)
-	if err != nil || res.Removed != 1 || !ts.HasObject(SumString("two\n")) || ts.HasObject(SumString("one\n")) {
+	if err != nil || res.Removed != 1 || !ts.hasObject(SumString("two\n")) || ts.hasObject(SumString("one\n")) {
 		t.Fatalf("gc %+v %v", res, err)
 	}
 }
@@ -459,11 +459,11 @@ func TestRestoreRecreatesPermissionBits(t *testing.T) {
 	ts.put("plain.txt", "x\n")
 	v := ts.version("plain.txt")
 	ts.Preserve("plain.txt")
-	ts.db.Update(func(tx *bolt.Tx) error { // as an index from before the bits were recorded
+	must(t, ts.db.Update(func(tx *bolt.Tx) error { // as an index from before the bits were recorded
 		r, _, err := getRecord(tx, "plain.txt")
 		r.Perm = 0
 		return errors.Join(err, putRecord(tx, "plain.txt", r))
-	})
+	}))
 	os.Remove(ts.path("plain.txt"))
 	ts.Refresh("plain.txt", Writer{Kind: WriterMount})
 	if _, err := ts.Restore(context.Background(), ts.target("plain.txt"), v, ToolWriter("me")); err != nil {
@@ -501,11 +501,11 @@ func TestRetentionCountsTheIndex(t *testing.T) {
 		t.Errorf("gc says the store holds %d bytes, within the %d budget, with an index file of %d bytes", res.StoredBytes, budget, fi.Size())
 	}
 	for v := range versions - 1 {
-		if ts.HasObject(SumString(fmt.Sprintf("v%d\n", v))) {
+		if ts.hasObject(SumString(fmt.Sprintf("v%d\n", v))) {
 			t.Errorf("v%d still kept with the index over the budget (gc %+v)", v, res)
 		}
 	}
-	if !ts.HasObject(SumString(fmt.Sprintf("v%d\n", versions-1))) {
+	if !ts.hasObject(SumString(fmt.Sprintf("v%d\n", versions-1))) {
 		t.Error("the current version was dropped")
 	}
 }

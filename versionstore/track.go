@@ -106,8 +106,12 @@ func (s *Store) record(tx *bolt.Tx, key string, c change) error {
 // the lock that the file is still the one that was read; if not, the next
 // access will reconcile it.
 func (s *Store) noteVersion(key string, fp fingerprint, v Version, at time.Time, data []byte) {
-	if data == nil && s.indexAgrees(key, fp, v) {
-		return
+	if data == nil {
+		agrees, err := s.indexAgrees(key, fp, v)
+		if err != nil || agrees {
+			s.logErr("read index", key, err)
+			return
+		}
 	}
 	unlock := s.locks.Lock(key)
 	defer unlock()
@@ -120,8 +124,15 @@ func (s *Store) noteVersion(key string, fp fingerprint, v Version, at time.Time,
 	}
 	s.flushPending() // the mount's commit of these bytes may wait in its batch
 	c := change{version: v, fp: fp, size: fi.Size(), writer: External, at: at, data: data}
-	if s.indexAgrees(key, fp, v) {
-		if data == nil || s.kept(v) {
+	agrees, err := s.indexAgrees(key, fp, v)
+	if err != nil {
+		s.logErr("read index", key, err)
+		return // what cannot be read cannot be updated either
+	}
+	if agrees {
+		kept, err := s.kept(v)
+		if err != nil || data == nil || kept {
+			s.logErr("read index", key, err)
 			return
 		}
 		c.keepOnly = true
@@ -130,14 +141,13 @@ func (s *Store) noteVersion(key string, fp fingerprint, v Version, at time.Time,
 }
 
 // indexAgrees reports whether the index already holds v with fingerprint fp.
-func (s *Store) indexAgrees(key string, fp fingerprint, v Version) bool {
-	agrees := false
-	s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) indexAgrees(key string, fp fingerprint, v Version) (agrees bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		r, found, err := getRecord(tx, key)
-		agrees = err == nil && found && r.Version == v && r.FP == fp
-		return nil
+		agrees = found && r.Version == v && r.FP == fp
+		return err
 	})
-	return agrees
+	return agrees, err
 }
 
 // noteAbsent records that key was found missing, if the index thought otherwise.
@@ -184,13 +194,16 @@ func (s *Store) probeLocked(t Target, verb string, w Writer) (current, error) {
 	fp := fingerprintOf(fi)
 	var trusted Version
 	dirty := s.dirty(t.Key)
-	s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		r, found, err := getRecord(tx, t.Key)
-		if err == nil && found && r.FP == fp && !fp.racy(r.Recorded) {
+		if found && r.FP == fp && !fp.racy(r.Recorded) {
 			trusted = r.Version
 		}
-		return nil
+		return err
 	})
+	if err != nil {
+		return current{}, indexReadError(verb, t.Display, err)
+	}
 	if !trusted.IsZero() && !dirty {
 		return current{fi: fi, version: trusted}, nil
 	}
@@ -512,8 +525,15 @@ func (s *Store) recordSnapshot(tx *bolt.Tx, key string, snap snapshot) error {
 // recordSeen records a snapshot on its own, when no publish follows it. It
 // skips the transaction when the index already agrees.
 func (s *Store) recordSeen(key string, snap snapshot) {
-	if snap.statOnly || snap.fi != nil && (!snap.fi.Mode().IsRegular() || s.indexAgrees(key, snap.fp, snap.version)) {
+	if snap.statOnly || snap.fi != nil && !snap.fi.Mode().IsRegular() {
 		return
+	}
+	if snap.fi != nil {
+		agrees, err := s.indexAgrees(key, snap.fp, snap.version)
+		if err != nil || agrees {
+			s.logErr("read index", key, err)
+			return
+		}
 	}
 	s.settleUnder(key, false)
 	s.logErr("update index", key, s.db.Update(func(tx *bolt.Tx) error {

@@ -60,7 +60,7 @@ func (s *Store) sync(ctx context.Context, op string, progress func(done, total i
 	failed, _ := s.batchFailures()
 	known, err := s.indexedFiles()
 	if err != nil {
-		return st, err
+		return st, indexReadError(op, "", err)
 	}
 	keys, err := s.walkFiles(ctx, &st)
 	if err != nil {
@@ -130,8 +130,17 @@ func (s *Store) syncKnown(key string, r record, st *SyncStats) {
 		return
 	}
 	fp := fingerprintOf(fi)
-	if r.FP == fp && !fp.racy(r.Recorded) && !r.Version.IsZero() && (!s.objects.keeps(fi.Size()) || s.kept(r.Version)) {
-		return
+	if r.FP == fp && !fp.racy(r.Recorded) && !r.Version.IsZero() {
+		if !s.objects.keeps(fi.Size()) {
+			return
+		}
+		kept, err := s.kept(r.Version)
+		if err != nil {
+			st.unread(key, indexReadError("sync", key, err))
+		}
+		if err != nil || kept {
+			return
+		}
 	}
 	if n, read := s.syncFile(key, s.withinBudget(), st); read {
 		st.Read++
@@ -173,15 +182,16 @@ func (s *Store) syncFileLocked(key string, keep bool, st *SyncStats) (int64, boo
 	c, err := s.readForCapture(Target{Key: key, Display: key}, at, External, keep)
 	switch code := CodeOf(err); {
 	case code == CodeNotFound || code == CodeNotRegularFile:
-		if !s.indexVersion(key).IsZero() {
-			s.enqueue(key, change{writer: External, at: at})
-		}
+		s.noteGone(key, at, st)
 		return 0, false
 	case err != nil:
 		st.unread(key, err)
 		return 0, false
 	}
-	c.created = s.hasBaseline() && !s.indexed(key)
+	if c.created, err = s.isNew(key); err != nil {
+		st.unread(key, indexReadError("sync", key, err))
+		return 0, false
+	}
 	if !keep && c.data == nil && s.objects.keeps(c.size) {
 		c.unkept = unkeptBudget
 	}
@@ -212,9 +222,7 @@ func (s *Store) syncPath(key string, st *SyncStats) {
 	case err == nil && fi.Mode().IsRegular():
 		s.syncFileLocked(key, s.withinBudget(), st)
 	case err == nil, errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		if !s.indexVersion(key).IsZero() {
-			s.enqueue(key, change{writer: External, at: s.now()})
-		}
+		s.noteGone(key, s.now(), st)
 	default:
 		st.unread(key, err)
 	}
@@ -236,39 +244,65 @@ func (s *Store) indexedFiles() (map[string]record, error) {
 	return out, err
 }
 
-// indexed reports whether the index has an entry for key.
-func (s *Store) indexed(key string) bool {
-	found := false
-	s.db.View(func(tx *bolt.Tx) error {
-		_, found, _ = getRecord(tx, key)
-		return nil
+// noteGone queues the deletion of key, found without a regular file, if
+// the index has a version there.
+func (s *Store) noteGone(key string, at time.Time, st *SyncStats) {
+	v, err := s.indexVersion(key)
+	switch {
+	case err != nil:
+		st.unread(key, indexReadError("sync", key, err))
+	case !v.IsZero():
+		s.enqueue(key, change{writer: External, at: at})
+	}
+}
+
+// isNew reports whether key, about to be recorded, is a file created since
+// the baseline: one the index has no entry for once a walk has indexed
+// everything.
+func (s *Store) isNew(key string) (bool, error) {
+	base, err := s.hasBaseline()
+	if err != nil || !base {
+		return false, err
+	}
+	found, err := s.indexed(key)
+	return !found, err
+}
+
+// indexed reports whether the index has an entry for key; one that cannot
+// be read is an error, not "no entry".
+func (s *Store) indexed(key string) (found bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		_, found, err = getRecord(tx, key)
+		return err
 	})
-	return found
+	return found, err
 }
 
 // Baselined reports whether a walk (the first checkpoint's, or Sync) has
 // indexed the whole workspace.
-func (s *Store) Baselined() bool { return s.hasBaseline() }
+func (s *Store) Baselined() (bool, error) {
+	base, err := s.hasBaseline()
+	return base, wrapIndexRead("sync", "", err)
+}
 
 // hasBaseline reports whether a walk has indexed the whole workspace.
-func (s *Store) hasBaseline() bool {
+func (s *Store) hasBaseline() (found bool, err error) {
 	if s.baselined.Load() {
-		return true
+		return true, nil
 	}
-	found := false
-	s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		found = tx.Bucket(bucketMeta).Get(keyBaseline) != nil
 		return nil
 	})
 	if found {
 		s.baselined.Store(true)
 	}
-	return found
+	return found, err
 }
 
 func (s *Store) markBaseline() error {
-	if s.hasBaseline() {
-		return nil
+	if base, err := s.hasBaseline(); err != nil || base {
+		return err
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(keyBaseline, []byte(s.now().UTC().Format(time.RFC3339Nano)))

@@ -195,16 +195,29 @@ func (s *Store) updateLocked(ctx context.Context, t Target, cur snapshot, expect
 // the store does not keep anyway (over the capture limit, capture off) are
 // replaced as before.
 func (s *Store) keepPrior(t Target, verb string, cur snapshot) error {
-	if cur.fi == nil || cur.data == nil || !s.objects.keeps(int64(len(cur.data))) || s.kept(cur.version) {
+	if cur.fi == nil || cur.data == nil || !s.objects.keeps(int64(len(cur.data))) {
 		return nil
 	}
-	if err := s.commit([]string{t.Key}, []change{{version: cur.version, data: cur.data, keepOnly: true}}); err != nil {
-		return indexError(verb, t.Display, err)
+	return s.keepReplaced(t, verb, cur)
+}
+
+// keepReplaced makes sure the bytes cur found, about to be replaced, are
+// kept: they are committed unless they are already, and ReasonWouldLose
+// says they could not be (too large to keep, or not read).
+func (s *Store) keepReplaced(t Target, verb string, cur snapshot) error {
+	kept, err := s.kept(cur.version)
+	if err != nil || kept {
+		return wrapIndexRead(verb, t.Display, err)
 	}
-	if !s.kept(cur.version) {
-		return &Error{Reason: ReasonWouldLose, Op: verb, Path: t.Display, Err: ErrWouldLose}
+	if cur.data != nil && s.objects.keeps(int64(len(cur.data))) {
+		if err := s.commit([]string{t.Key}, []change{{version: cur.version, data: cur.data, keepOnly: true}}); err != nil {
+			return indexError(verb, t.Display, err)
+		}
 	}
-	return nil
+	if kept, err = s.kept(cur.version); err != nil || kept {
+		return wrapIndexRead(verb, t.Display, err)
+	}
+	return &Error{Reason: ReasonWouldLose, Op: verb, Path: t.Display, Err: ErrWouldLose}
 }
 
 // published tells the OnPublish hook that key has new bytes, if it has. It
