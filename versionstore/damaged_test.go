@@ -129,7 +129,8 @@ func openDamaged(t *testing.T, c damagedCase, img []byte) {
 		ts.Close()
 		checkIndexFile(t, ts.index)
 	})
-	rep, ok := ts.Salvaged()
+	rep, ok, err := ts.Salvaged()
+	must(t, err)
 	if !ok {
 		t.Fatal("the damaged index was not reported as salvaged")
 	}
@@ -156,7 +157,7 @@ func openDamaged(t *testing.T, c damagedCase, img []byte) {
 	storeWorks(t, ts)
 	must(t, ts.Close())
 	ts.open()
-	if again, ok := ts.Salvaged(); !ok || !again.At.Equal(rep.At) {
+	if again, ok, err := ts.Salvaged(); err != nil || !ok || !again.At.Equal(rep.At) {
 		t.Fatalf("the clean start after the salvage: report %+v (found %v), want the first one's", again, ok)
 	}
 	if aside, _ := filepath.Glob(ts.index + ".damaged-*"); len(aside) != 1 {
@@ -202,7 +203,8 @@ func TestSalvageFromTheCommitBefore(t *testing.T) {
 		ts := &testStore{t: t, dir: t.TempDir(), index: filepath.Join(t.TempDir(), "index.db")}
 		must(t, os.WriteFile(ts.index, img, 0o600))
 		openWithin(ts, 30*time.Second)
-		rep, _ := ts.Salvaged()
+		rep, _, err := ts.Salvaged()
+		must(t, err)
 		ts.Close()
 		if len(rep.Copied) == 0 {
 			t.Errorf("%s: the newest root page is lost and the commit before it whole, but the salvage copied nothing: %+v", file, rep)

@@ -230,7 +230,8 @@ func writeDamaged(t *testing.T, dir string, img damagedImage) string {
 	must(t, os.WriteFile(ts.index, img.img, 0o600))
 	openWithin(ts, 30*time.Second)
 	defer ts.Close()
-	rep, ok := ts.Salvaged()
+	rep, ok, err := ts.Salvaged()
+	must(ts.t, err)
 	copied := 0
 	for _, n := range rep.Copied {
 		copied += n

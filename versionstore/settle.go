@@ -419,7 +419,10 @@ func (s *Store) redoOne(key string, u unsettled) (bool, error) {
 	// The bytes go back as their owner's file (owner.go), never given to
 	// whoever owns the file found now: the path may have been replaced
 	// since the cut by a user who could not read them.
-	own := s.redoOwner(key, u)
+	own, err := s.redoOwner(key, u)
+	if err != nil {
+		return false, err
+	}
 	if err := ownerConflict(t, snap, &own); err != nil {
 		return false, err
 	}
@@ -439,11 +442,15 @@ func (s *Store) redoOne(key string, u unsettled) (bool, error) {
 
 // redoOwner is who owned u's file when it was published, and its bits: as
 // its history recorded them, or else the daemon's user.
-func (s *Store) redoOwner(key string, u unsettled) Owner {
-	if o := s.versionOwner(key, u.Version); o != nil {
-		return *o
+func (s *Store) redoOwner(key string, u unsettled) (Owner, error) {
+	o, err := s.versionOwner(key, u.Version)
+	if err != nil {
+		return Owner{}, err
 	}
-	return Owner{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Perm: u.Perm}
+	if o != nil {
+		return *o, nil
+	}
+	return Owner{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Perm: u.Perm}, nil
 }
 
 // lostPublish reads key and says whether it shows u's publish, whose bytes
