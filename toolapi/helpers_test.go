@@ -27,6 +27,9 @@ type harness struct {
 	index string // bbolt file
 	cfg   Config
 	bare  bool
+	// syncPublishes syncs every publish before its commit: no settler
+	// commits after the acknowledgement (versionstore's settle.go).
+	syncPublishes bool
 
 	store *versionstore.Store
 	pol   *policy.Policy // nil in the bare deployment
@@ -65,7 +68,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 // open opens the store, policy and service over the harness's files.
 func (h *harness) open() {
 	h.t.Helper()
-	st, err := versionstore.Open(h.ws, h.index, versionstore.Options{AliasRoots: []string{h.mount}})
+	st, err := versionstore.Open(h.ws, h.index, versionstore.Options{AliasRoots: []string{h.mount}, SyncPublishes: h.syncPublishes})
 	if err != nil {
 		h.t.Fatalf("open store: %v", err)
 	}

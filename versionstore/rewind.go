@@ -250,10 +250,7 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, owner *O
 		}
 		return res, s.commitAfter(t, cur, change{writer: w, at: at})
 	}
-	mode := pubMode(0)
-	if cur.fi == nil {
-		mode = pubCreate
-	}
+	mode := pubHow{create: cur.fi == nil}
 	fi, err := s.publish(ctx, t, "restore", data, own.Perm, &own, &cur, mode)
 	if err != nil {
 		return res, err

@@ -114,6 +114,17 @@ type settler struct {
 type settling struct {
 	unsettled
 	synced bool
+	// recFP is the fingerprint its commit recorded (the temp file's,
+	// before the rename) and fp the one the rename left: the drop of the
+	// record sets it, so later stats trust it.
+	recFP, fp fingerprint
+}
+
+// owedDrop is a synced publish whose record a commit may delete.
+type owedDrop struct {
+	seq       uint64
+	version   Version
+	recFP, fp fingerprint
 }
 
 func (st *settler) init() {
@@ -128,13 +139,14 @@ func (s *Store) deferrable(n int) bool {
 }
 
 // noteUnsettled remembers key's unsettled publish, whose record has just
-// committed, and wakes the settler (flushLoop).
-func (s *Store) noteUnsettled(key string, u unsettled) {
+// committed with fingerprint recFP and whose rename left fp, and wakes the
+// settler (flushLoop).
+func (s *Store) noteUnsettled(key string, u unsettled, recFP, fp fingerprint) {
 	s.settle.mu.Lock()
 	if _, ok := s.settle.pending[key]; !ok {
 		s.settle.count.Add(1)
 	}
-	s.settle.pending[key] = settling{unsettled: u}
+	s.settle.pending[key] = settling{unsettled: u, recFP: recFP, fp: fp}
 	s.settle.mu.Unlock()
 	select {
 	case s.settle.kick <- struct{}{}:
@@ -236,30 +248,45 @@ func (s *Store) goneWithItsDir(k string, err error) bool {
 
 // owedDrops lists the synced publishes match accepts (their Seq), whose
 // records a commit may delete.
-func (s *Store) owedDrops(match func(string) bool) map[string]uint64 {
+func (s *Store) owedDrops(match func(string) bool) map[string]owedDrop {
 	if s.settle.count.Load() == 0 {
 		return nil
 	}
 	s.settle.mu.Lock()
 	defer s.settle.mu.Unlock()
-	var owed map[string]uint64
+	var owed map[string]owedDrop
 	for k, p := range s.settle.pending {
 		if p.synced && match(k) {
 			if owed == nil {
-				owed = map[string]uint64{}
+				owed = map[string]owedDrop{}
 			}
-			owed[k] = p.Seq
+			owed[k] = owedDrop{seq: p.Seq, version: p.Version, recFP: p.recFP, fp: p.fp}
 		}
 	}
 	return owed
 }
 
-// dropSettled deletes the records of owed publishes that are still theirs.
-func dropSettled(tx *bolt.Tx, owed map[string]uint64) error {
+// dropSettled deletes the records of owed publishes that are still theirs,
+// and gives their files' entries the fingerprint the rename left, where
+// they still hold the one recorded before it.
+func dropSettled(tx *bolt.Tx, owed map[string]owedDrop) error {
 	b := tx.Bucket(bucketUnsettled)
-	for k, seq := range owed {
-		if cur, ok := getUnsettled(b, k); ok && cur.Seq == seq {
+	for k, o := range owed {
+		if cur, ok := getUnsettled(b, k); ok && cur.Seq == o.seq {
 			if err := b.Delete([]byte(k)); err != nil {
+				return err
+			}
+		}
+		if o.fp == o.recFP || o.fp == (fingerprint{}) {
+			continue
+		}
+		r, found, err := getRecord(tx, k)
+		if err != nil {
+			return err
+		}
+		if found && r.Version == o.version && r.FP == o.recFP {
+			r.FP = o.fp
+			if err := putRecord(tx, k, r); err != nil {
 				return err
 			}
 		}
@@ -268,11 +295,11 @@ func dropSettled(tx *bolt.Tx, owed map[string]uint64) error {
 }
 
 // forgetSettled forgets owed publishes once a commit deleted their records.
-func (s *Store) forgetSettled(owed map[string]uint64) {
+func (s *Store) forgetSettled(owed map[string]owedDrop) {
 	s.settle.mu.Lock()
 	defer s.settle.mu.Unlock()
-	for k, seq := range owed {
-		if cur, ok := s.settle.pending[k]; ok && cur.Seq == seq && cur.synced {
+	for k, o := range owed {
+		if cur, ok := s.settle.pending[k]; ok && cur.Seq == o.seq && cur.synced {
 			delete(s.settle.pending, k)
 			s.settle.count.Add(-1)
 		}
@@ -426,10 +453,7 @@ func (s *Store) redoOne(key string, u unsettled) (bool, error) {
 	if err := ownerConflict(t, snap, &own); err != nil {
 		return false, err
 	}
-	mode := pubMode(0)
-	if snap.fi == nil {
-		mode = pubCreate
-	}
+	mode := pubHow{create: snap.fi == nil}
 	fi, err := s.publish(context.Background(), t, "", data, own.Perm, &own, &snap, mode)
 	if err != nil {
 		return false, err

@@ -50,9 +50,10 @@ func TestSettledRecordGoesWithoutAnotherCommit(t *testing.T) {
 // record, and the next open does not make the directory and file again.
 func TestPublishWhoseDirectoryWentLeavesNoRecord(t *testing.T) {
 	ts := openTestStore(t)
-	removeDir := func(*bolt.Tx, Version) error { return os.RemoveAll(ts.path("d")) }
-	_, err := ts.WriteText(context.Background(), Target{Key: "d/f", Display: "/ws/d/f"}, "new\n", Intent{Kind: IntentCreateIfAbsent}, ToolWriter("t"), removeDir)
+	ts.stopSettling()
+	_, err := ts.WriteText(context.Background(), Target{Key: "d/f", Display: "/ws/d/f"}, "new\n", Intent{Kind: IntentCreateIfAbsent}, ToolWriter("t"))
 	must(t, err)
+	must(t, os.RemoveAll(ts.path("d")))
 	must(t, ts.Close())
 	db, err := bolt.Open(ts.index, 0o600, &bolt.Options{ReadOnly: true})
 	must(t, err)

@@ -84,8 +84,9 @@ func TestToolPublishSettlesAfterItsCommit(t *testing.T) {
 		t.Fatalf("unsettled record in the write's commit: %+v %v, want version %s over no file, size 4", u, ok, res.Version)
 	}
 	ts.waitSynced()
-	// New directories are still synced into their parents before the link.
-	if got, want := ops.get(), []string{"sync .", "sync a", "link a/b/f", "commit a/b/f", "sync a/b"}; !slices.Equal(got, want) {
+	// New directories are still synced into their parents; the record
+	// commits before the link, so a cut after the link always finds it.
+	if got, want := ops.get(), []string{"sync .", "sync a", "commit a/b/f", "link a/b/f", "sync a/b"}; !slices.Equal(got, want) {
 		t.Fatalf("create: %q, want %q", got, want)
 	}
 	if !ts.waitRecordGone("a/b/f") {
@@ -95,6 +96,14 @@ func TestToolPublishSettlesAfterItsCommit(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d publishes still tracked", ts.settle.count.Load())
 		}
+	}
+	// A replace likewise commits before its rename.
+	ops.reset()
+	_, err = ts.WriteText(context.Background(), tg, "two\n", Intent{Kind: IntentReplaceIfVersion, Version: res.Version}, ToolWriter("t"), committed)
+	must(t, err)
+	ts.waitSynced()
+	if got, want := ops.get(), []string{"commit a/b/f", "rename a/b/f", "sync a/b"}; !slices.Equal(got, want) {
+		t.Fatalf("replace: %q, want %q", got, want)
 	}
 }
 
@@ -248,4 +257,27 @@ func TestCloseSettlesPublishes(t *testing.T) {
 	}))
 	must(t, db.Close())
 	ts.open()
+}
+
+// A publish whose record committed but whose link then failed (a file
+// took the name in between) records what holds the name instead: its
+// record must not put the tool's bytes back over that file after a cut.
+func TestRecordedPublishThatDidNotTakeItsName(t *testing.T) {
+	ts := openTestStore(t)
+	ts.stopSettling()
+	sneak := func(*bolt.Tx, Version) error { return os.WriteFile(ts.path("f"), []byte("someone's\n"), 0o644) }
+	_, err := ts.WriteText(context.Background(), Target{Key: "f", Display: "/ws/f"}, "the tool's\n", Intent{Kind: IntentCreateIfAbsent}, ToolWriter("t"), sneak)
+	wantErr(t, err, ReasonExists, "write", "/ws/f")
+	if u, ok := ts.unsettledRecord("f"); ok {
+		t.Fatalf("record %+v left by a publish that never took the name", u)
+	}
+	ts.restartAfterCut()
+	if got := ts.get("f"); got != "someone's\n" {
+		t.Fatalf("f holds %q after the restart, want the file that took the name", got)
+	}
+	h, err := ts.History("f")
+	must(t, err)
+	if len(h) == 0 || h[0].Version != SumString("someone's\n") {
+		t.Fatalf("newest history entry %+v, want the file that took the name", h)
+	}
 }

@@ -34,11 +34,14 @@ func TestOutsideWriteBeforeRenameIsNotLost(t *testing.T) {
 }
 
 // A created file's recorded fingerprint is the one later stats see, so the
-// next access trusts it instead of rehashing.
+// next access trusts it instead of rehashing: a small tool publish records
+// its temp file's before the link, and its settling the one the link left.
 func TestCreateFingerprintMatchesFile(t *testing.T) {
 	ts := openTestStore(t)
 	_, err := ts.write("new", "bytes", createOnly)
 	must(t, err)
+	ts.waitSynced()
+	ts.waitRecordGone("new")
 	fi, err := os.Stat(ts.path("new"))
 	must(t, err)
 	var r record

@@ -90,17 +90,17 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 	}
 	data := []byte(content)
 	at := s.now() // before the publish: the racy rule compares against it
-	mode, u := s.toolPublish(t.Key, len(data), cur)
-	if intent.Kind == IntentCreateIfAbsent {
-		mode |= pubCreate
-	}
-	fi, err := s.publish(ctx, t, "write", data, perm, nil, &cur, mode)
+	tp := s.toolPublish(t, "write", cur, at, data, perm, w, also)
+	tp.how.create = intent.Kind == IntentCreateIfAbsent
+	fi, err := s.publish(ctx, t, "write", data, perm, nil, &cur, tp.how)
 	if err != nil {
-		s.recordSeen(t.Key, cur)
+		if !tp.recorded {
+			s.recordSeen(t.Key, cur)
+		}
 		return res, err
 	}
 	res.Created, res.Previous = cur.fi == nil, cur.version
-	res.Version, err = s.commitPublished(t, "write", cur, fi, at, data, perm, u, w, also)
+	res.Version, err = tp.finish(fi)
 	return res, err
 }
 
@@ -177,13 +177,13 @@ func (s *Store) updateLocked(ctx context.Context, t Target, cur snapshot, expect
 		return res, err
 	}
 	at := s.now()
-	mode, u := s.toolPublish(t.Key, len(data), cur)
-	fi, err := s.publish(ctx, t, "", data, cur.fi.Mode().Perm(), nil, &cur, mode)
+	tp := s.toolPublish(t, "", cur, at, data, cur.fi.Mode().Perm(), w, also)
+	fi, err := s.publish(ctx, t, "", data, cur.fi.Mode().Perm(), nil, &cur, tp.how)
 	if err != nil {
 		return res, err
 	}
 	res.Previous = cur.version
-	res.Version, err = s.commitPublished(t, "", cur, fi, at, data, cur.fi.Mode().Perm(), u, w, also)
+	res.Version, err = tp.finish(fi)
 	return res, err
 }
 
@@ -229,15 +229,76 @@ func (s *Store) published(key string, v *Version) {
 	}
 }
 
-// toolPublish is how a tool's write or edit of n bytes over cur at key
-// publishes: unsynced when its bytes ride its commit (settle.go), and then
-// with the record its commit keeps. Callers hold key's lock.
-func (s *Store) toolPublish(key string, n int, cur snapshot) (pubMode, *unsettled) {
-	if !s.deferrable(n) {
-		s.settleUnder(key, true) // its commit does not replace an earlier record: drop it first
-		return 0, nil
+// toolPub is a tool's publish of data over prior at t, written by w, and
+// its commit. A small one is not synced (settle.go): its commit, with the
+// bytes and the unsettled record, runs inside publish right before the
+// rename (how.record), so a cut after the rename always finds the record.
+// A large one is synced, then committed by finish.
+type toolPub struct {
+	s        *Store
+	t        Target
+	verb     string
+	prior    snapshot
+	at       time.Time
+	data     []byte
+	perm     fs.FileMode
+	w        Writer
+	also     []AlsoCommit
+	u        *unsettled // nil: synced
+	how      pubHow
+	v        Version     // once recorded
+	tmpFP    fingerprint // the temp file's, as recorded: the rename changes the ctime
+	recorded bool        // how.record committed (and undo, if it ran, recorded what is there)
+}
+
+// toolPublish prepares a tool's write or edit of data over cur at t.
+// Callers hold t's lock.
+func (s *Store) toolPublish(t Target, verb string, cur snapshot, at time.Time, data []byte, perm fs.FileMode, w Writer, also []AlsoCommit) *toolPub {
+	tp := &toolPub{s: s, t: t, verb: verb, prior: cur, at: at, data: data, perm: perm, w: w, also: also}
+	if !s.deferrable(len(data)) {
+		s.settleUnder(t.Key, true) // its commit does not replace an earlier record: drop it first
+		return tp
 	}
-	return pubUnsynced, s.unsettledOver(key, cur)
+	tp.u = s.unsettledOver(t.Key, cur)
+	tp.how.record = func(tmp fs.FileInfo) error {
+		v, err := s.commitPublished(t, verb, cur, tmp, at, data, perm, tp.u, w, also)
+		tp.v, tp.tmpFP, tp.recorded = v, fingerprintOf(tmp), err == nil
+		return err
+	}
+	tp.how.undo = tp.undo
+	return tp
+}
+
+// finish commits a synced publish, or, for an unsynced one, hands it to
+// the settler with the stat of the file published (fi).
+func (tp *toolPub) finish(fi fs.FileInfo) (Version, error) {
+	if tp.u == nil {
+		return tp.s.commitPublished(tp.t, tp.verb, tp.prior, fi, tp.at, tp.data, tp.perm, nil, tp.w, tp.also)
+	}
+	var fp fingerprint
+	if fi != nil {
+		fp = fingerprintOf(fi)
+	}
+	tp.s.noteUnsettled(tp.t.Key, *tp.u, tp.tmpFP, fp)
+	return tp.v, nil
+}
+
+// undo records what the path holds after a publish whose record committed
+// but whose rename or link then failed: the record names bytes that never
+// took the name, and must not be put back after a cut.
+func (tp *toolPub) undo() {
+	s, key := tp.s, tp.t.Key
+	c := change{writer: tp.w, at: s.now()} // no file: a deletion
+	if fi, err := s.lstatKey(key); err == nil {
+		rc, err := s.readForCapture(Target{Key: key, Display: key}, s.now(), External, false)
+		if err != nil {
+			s.logErr("record a tool write that did not take its name", key, err)
+			return
+		}
+		c = rc
+		c.fp = fingerprintOf(fi)
+	}
+	s.logErr("record a tool write that did not take its name", key, s.commit([]string{key}, []change{c}))
 }
 
 // commitPublished records, in one index transaction, what the store found
@@ -248,8 +309,9 @@ func (s *Store) toolPublish(key string, n int, cur snapshot) (pubMode, *unsettle
 // file is published, the index does not know (the next access rehashes it,
 // and the replaced bytes were kept first, keepPrior), and the caller must
 // hear so rather than report a recorded version. An unsynced publish
-// (u set) is recorded as unsettled, with its bytes, in the same commit, and
-// on a failure is synced before the caller hears.
+// (u set) is recorded as unsettled, with its bytes, in the same commit,
+// before its rename (toolPub): fi is then the temp file's, and the settler
+// records the fingerprint the rename left.
 func (s *Store) commitPublished(t Target, verb string, prior snapshot, fi fs.FileInfo, at time.Time, data []byte, perm fs.FileMode, u *unsettled, w Writer, also []AlsoCommit) (Version, error) {
 	v := Sum(data)
 	var fp fingerprint // none: forces a rehash on the next access
@@ -271,13 +333,7 @@ func (s *Store) commitPublished(t Target, verb string, prior snapshot, fi fs.Fil
 	}
 	keys, cs = append(keys, t.Key), append(cs, c)
 	if err := s.commit(keys, cs); err != nil {
-		if c.unsettled != nil {
-			s.logErr("sync a tool write", t.Key, s.syncKey(t.Key, map[string]bool{}))
-		}
 		return v, indexError(verb, t.Display, err)
-	}
-	if c.unsettled != nil {
-		s.noteUnsettled(t.Key, *c.unsettled)
 	}
 	return v, nil
 }
@@ -297,22 +353,24 @@ func (s *Store) snapshotRecord(key string, snap snapshot) (change, bool) {
 	return c, true
 }
 
-// pubMode says how publish places the bytes.
-type pubMode uint8
-
-const (
-	// pubCreate hard-links the file into place: it must not replace one.
-	pubCreate pubMode = 1 << iota
-	// pubUnsynced syncs neither the file nor its directory: the caller's
-	// commit records the publish as unsettled, with its bytes (settle.go).
-	pubUnsynced
-)
+// pubHow says how publish places the bytes.
+type pubHow struct {
+	// create hard-links the file into place: it must not replace one.
+	create bool
+	// record, when set, makes the publish unsynced (settle.go): neither the
+	// file nor its directory is synced, and record commits the index's
+	// record of it, with its bytes, right before the rename or link, given
+	// the temp file's stat. If that then fails, undo records what the path
+	// holds instead.
+	record func(tmp fs.FileInfo) error
+	undo   func()
+}
 
 // publish makes data the content of t atomically: a temp file in the same
 // directory is written, given perm and owner (nil: prior's owner, when the store may),
 // fsynced, then renamed over the target, or hard-linked for a create that
-// must not replace anything (pubCreate), and the directory synced: the new name is
-// durable before the index records it, unless mode has pubUnsynced. Missing parents are created (and
+// must not replace anything (how.create), and the directory synced: the new name is
+// durable before the index records it, unless how.record is set. Missing parents are created (and
 // synced into theirs). Every step is
 // made relative to one descriptor of the target's directory, opened
 // without following a link (keydir.go): a directory swapped for a link
@@ -321,13 +379,13 @@ const (
 // target, and a dangling link is not a regular file. On failure nothing is
 // left behind and the target is untouched. It returns the stat of the
 // published file.
-func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte, perm fs.FileMode, owner *Owner, prior *snapshot, mode pubMode) (fs.FileInfo, error) {
+func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte, perm fs.FileMode, owner *Owner, prior *snapshot, how pubHow) (fs.FileInfo, error) {
 	if ctx.Err() != nil {
 		return nil, fail(ReasonAborted, verb, "")
 	}
 	var fi fs.FileInfo
 	err := s.inKeyDir(t.Key, true, func(d keyDir) (err error) {
-		fi, err = s.publishIn(ctx, d, t, verb, data, perm, owner, prior, mode)
+		fi, err = s.publishIn(ctx, d, t, verb, data, perm, owner, prior, how)
 		return err
 	})
 	if err != nil {
@@ -339,13 +397,13 @@ func (s *Store) publish(ctx context.Context, t Target, verb string, data []byte,
 // publishIn is publish in the target's open directory d. Bytes with a
 // known owner (put back by a restore or rewind) go only into a directory
 // their owner or root owns.
-func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, data []byte, perm fs.FileMode, owner *Owner, prior *snapshot, mode pubMode) (fs.FileInfo, error) {
+func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, data []byte, perm fs.FileMode, owner *Owner, prior *snapshot, how pubHow) (fs.FileInfo, error) {
 	if owner != nil {
 		if err := dirOwnerConflict(d, t, verb, owner); err != nil {
 			return nil, err
 		}
 	}
-	synced := mode&pubUnsynced == 0
+	synced := how.record == nil
 	tmp, err := s.writeTemp(d, data, perm, owner, prior.fi, synced)
 	if err != nil {
 		return nil, osError(verb, t.Display, err)
@@ -358,8 +416,12 @@ func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, 
 		// The last point at which a cancelled call changes nothing.
 		return nil, fail(ReasonAborted, verb, "")
 	}
-	if mode&pubCreate != 0 {
+	if how.create {
+		if err := recordFirst(d, tmp, how); err != nil {
+			return nil, err
+		}
 		if err := d.link(tmp, d.name); err != nil {
+			undoRecord(how)
 			return nil, s.createFailure(d, t, err)
 		}
 		d.remove(tmp) // before the stat: the extra name changes ctime and nlink
@@ -375,7 +437,11 @@ func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, 
 			err == nil && fingerprintOf(fi) != prior.fp:
 			return nil, fail(ReasonChanged, verb, t.Display)
 		}
+		if err := recordFirst(d, tmp, how); err != nil {
+			return nil, err
+		}
 		if err := d.rename(tmp, d.name); err != nil {
+			undoRecord(how)
 			return nil, osError(verb, t.Display, err)
 		}
 	}
@@ -391,6 +457,26 @@ func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, 
 		return nil, nil
 	}
 	return fi, nil
+}
+
+// recordFirst commits an unsynced publish's record, if how has one, with
+// the stat of its temp file tmp in d.
+func recordFirst(d keyDir, tmp string, how pubHow) error {
+	if how.record == nil {
+		return nil
+	}
+	fi, err := d.lstat(tmp)
+	if err != nil {
+		return err
+	}
+	return how.record(fi)
+}
+
+// undoRecord records what the path holds after a recorded publish failed.
+func undoRecord(how pubHow) {
+	if how.undo != nil {
+		how.undo()
+	}
 }
 
 // writeTemp writes data to a new temp file in d, synced if sync, and
