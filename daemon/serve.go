@@ -107,7 +107,7 @@ func mcpSessions(svc *toolapi.Service, version string) func(context.Context, uni
 				}
 			},
 		})
-		ss, err := server.Connect(ctx, &mcp.IOTransport{Reader: s.In, Writer: s.Out}, nil)
+		ss, err := server.Connect(ctx, mcptools.Transport(s.In, s.Out), nil)
 		if err != nil {
 			return err
 		}

@@ -141,7 +141,7 @@ func serveMCP(ctx context.Context, client *unixsocket.Client, defs []unixsocket.
 	if state.InitializeParams != nil {
 		opts = &mcp.ServerSessionOptions{State: state}
 	}
-	ss, err := server.Connect(ctx, &mcp.StdioTransport{}, opts)
+	ss, err := server.Connect(ctx, mcptools.Transport(os.Stdin, nopCloser{os.Stdout}), opts)
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
@@ -150,3 +150,9 @@ func serveMCP(ctx context.Context, client *unixsocket.Client, defs []unixsocket.
 	}
 	return nil
 }
+
+// nopCloser is standard output as the session's writer: the session ending
+// does not close it.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
