@@ -98,7 +98,7 @@ func (m *mount) status(pol *policy.Policy) func() unixsocket.Status {
 // the tools in this process.
 func mcpSessions(svc *toolapi.Service, version string) func(context.Context, unixsocket.MCPSession) error {
 	return func(ctx context.Context, s unixsocket.MCPSession) error {
-		server := mcptools.NewServer(svc.Tools(), mcptools.FromService(svc, s.Actor, s.Cwd), mcptools.Options{
+		server := mcptools.NewServer(svc.ToolsIn(s.Cwd), mcptools.FromService(svc, s.Actor, s.Cwd), mcptools.Options{
 			Version:    version,
 			Structured: s.StructuredContent,
 			OnInitialized: func(p *mcp.InitializeParams) {
