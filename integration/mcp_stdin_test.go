@@ -2,14 +2,18 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dshfs/dshfs/internal/testfuse"
+	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"golang.org/x/sys/unix"
 )
 
@@ -94,5 +98,50 @@ func TestMCPAnswersRequestsOnClosedInput(t *testing.T) {
 				t.Fatalf("read answered %s", got["3"])
 			}
 		})
+	}
+}
+
+// An MCP session's actor is named after the client (initialize's
+// clientInfo.name), made safe to show and store, and numbered to stay
+// unique per session: what a person reads in `dshfs log` says which
+// harness wrote.
+func TestMCPActorNamedAfterTheClient(t *testing.T) {
+	mnt, state, socket := mountMCP(t)
+	client := unixsocket.NewClient(socket)
+	for _, c := range []struct{ client, file, actor, socket string }{
+		{"claude-code", "a.txt", "claude-code-1", socket},
+		{"claude-code", "b.txt", "claude-code-2", socket},
+		{"codex", "c.txt", "codex-1", socket},
+		// Relayed (a daemon that does not take sessions, so names none):
+		// named after the client, unique by chance.
+		{"codex", "f.txt", "codex-[0-9a-f]{12}", noSessions(t, socket)},
+		{"../evil\n/name " + strings.Repeat("x", 100), "d.txt", "evil-name-" + strings.Repeat("x", 22) + "-1", socket},
+		{"", "e.txt", "mcp-1", socket},
+	} {
+		path := filepath.Join(mnt, c.file)
+		got := mcpBatch(t, state, append(initialize(c.client),
+			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write","arguments":{"file_path":`+
+				jsonString(path)+`,"content":"x\n"}}}`), "--socket", c.socket)
+		if !strings.Contains(got["2"], "Created file") {
+			t.Fatalf("%q: write answered %q", c.client, got["2"])
+		}
+		h, err := client.History(context.Background(), "", path)
+		if err != nil || len(h) == 0 || !regexp.MustCompile(`^`+c.actor+`$`).MatchString(h[0].Writer.Actor) {
+			t.Errorf("client %q: %s written by %+v (%v), want actor %q", c.client, c.file, h, err, c.actor)
+		}
+	}
+	// The harness (this test) runs its shell commands for the actor of its
+	// latest session.
+	path := filepath.Join(mnt, "g.txt")
+	if out, err := exec.Command("sh", "-c", `echo by the shell > "$0"`, path).CombinedOutput(); err != nil {
+		t.Fatalf("sh: %v %s", err, out)
+	}
+	h, err := client.History(context.Background(), "", path)
+	for deadline := time.Now().Add(10 * time.Second); err == nil && len(h) == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // the kernel releases the closed file after the shell exits
+		h, err = client.History(context.Background(), "", path)
+	}
+	if err != nil || len(h) == 0 || h[0].Writer.Actor != "mcp-1" || h[0].Writer.Comm != "sh" {
+		t.Errorf("the shell's g.txt written by %+v (%v), want sh for mcp-1", h, err)
 	}
 }
