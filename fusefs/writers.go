@@ -49,7 +49,7 @@ type writing struct {
 	key     string // "" once the file has no path (unlinked, replaced)
 	handles int
 	by      versionstore.Writer // who opened the latest handle
-	owed    bool // changed since its version was last committed
+	owed    bool                // changed since its version was last committed
 	// mapped, in passthrough mode, is >= 0 while the file is open for
 	// writing after its last writer's release — by a shared writable
 	// mapping that outlived its close: a read-only descriptor of the file
