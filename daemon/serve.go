@@ -53,7 +53,7 @@ func (m *mount) server(svc *toolapi.Service, pol *policy.Policy) *unixsocket.Ser
 		Status:          m.status(pol),
 		Mount:           unixsocket.Status{MountPoint: m.cfg.MountPoint, Backing: m.cfg.Backing, Socket: m.socket, StateDir: m.cfg.StateDir},
 		Store:           m.store,
-		MCP:             mcpSessions(svc, m.cfg.Version),
+		MCP:             mcpSessions(svc, m.cfg.Version, newActorNames(pol)),
 		RegisterProcess: registerWith(m.fsys.Actors()),
 	})
 }
@@ -100,19 +100,24 @@ func (m *mount) status(pol *policy.Policy) func() unixsocket.Status {
 }
 
 // mcpSessions serves the MCP sessions `dshfs mcp` hands the daemon, calling
-// the tools in this process.
-func mcpSessions(svc *toolapi.Service, version string) func(context.Context, unixsocket.MCPSession) error {
+// the tools in this process; names names the actors of those that ask.
+func mcpSessions(svc *toolapi.Service, version string, names *actorNames) func(context.Context, unixsocket.MCPSession) error {
 	return func(ctx context.Context, s unixsocket.MCPSession) error {
-		server := mcptools.NewServer(svc.Tools(), mcptools.FromService(svc, s.Actor, s.Cwd), mcptools.Options{
+		actor := mcptools.FixedActor(s.Actor)
+		if s.NameActor {
+			actor = mcptools.NamedActor(names.name)
+		}
+		server := mcptools.NewServer(svc.ToolsIn(s.Cwd), mcptools.FromService(svc, actor, s.Cwd), mcptools.Options{
 			Version:    version,
 			Structured: s.StructuredContent,
 			OnInitialized: func(p *mcp.InitializeParams) {
+				name := actor.Name(mcptools.ClientName(p))
 				if b, err := json.Marshal(p); err == nil {
-					s.Initialized(b)
+					s.Initialized(b, name)
 				}
 			},
 		})
-		ss, err := server.Connect(ctx, &mcp.IOTransport{Reader: s.In, Writer: s.Out}, nil)
+		ss, err := server.Connect(ctx, mcptools.Transport(s.In, s.Out), nil)
 		if err != nil {
 			return err
 		}

@@ -42,6 +42,7 @@ func (h *handle) changed(ctx context.Context, key string, wrote bool) {
 	if c, ok := fuse.FromContext(ctx); h.writer.Kind == "" || ok && c.Pid != 0 && c.Pid != h.writer.Pid {
 		h.writer = h.n.fsys.actors.attribute(writer(ctx))
 	}
+	by := h.writer
 	h.mu.Unlock()
 	if !first {
 		h.n.fsys.writers.owe(h.n)
@@ -52,7 +53,7 @@ func (h *handle) changed(ctx context.Context, key string, wrote bool) {
 		// as what was there, before the file counts as being written.
 		h.n.fsys.store.Preserve(key)
 	}
-	h.n.fsys.writers.begin(h.n, key, wrote)
+	h.n.fsys.writers.begin(h.n, key, wrote, by)
 }
 
 var _ = (fs.FileWriter)((*handle)(nil))

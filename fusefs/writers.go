@@ -48,7 +48,8 @@ type place struct {
 type writing struct {
 	key     string // "" once the file has no path (unlinked, replaced)
 	handles int
-	owed    bool // changed since its version was last committed
+	by      versionstore.Writer // who opened the latest handle
+	owed    bool                // changed since its version was last committed
 	// mapped, in passthrough mode, is >= 0 while the file is open for
 	// writing after its last writer's release — by a shared writable
 	// mapping that outlived its close: a read-only descriptor of the file
@@ -57,7 +58,10 @@ type writing struct {
 	mappedBy versionstore.Writer // who wrote it last through a handle
 }
 
-var _ versionstore.Writers = (*writers)(nil)
+var (
+	_ versionstore.Writers     = (*writers)(nil)
+	_ versionstore.WriterNamer = (*writers)(nil)
+)
 
 func newWriters(locks *versionstore.Locks) *writers {
 	return &writers{locks: locks, files: map[*node]*writing{}, paths: map[string]*writing{}, renamed: map[*fs.Inode]place{}}
@@ -68,6 +72,16 @@ func (ws *writers) Writing(key string) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	return ws.paths[key] != nil
+}
+
+// WrittenBy is who opened the latest handle writing the file at key.
+func (ws *writers) WrittenBy(key string) (versionstore.Writer, bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w := ws.paths[key]; w != nil {
+		return w.by, true
+	}
+	return versionstore.Writer{}, false
 }
 
 // Owed are the paths of the files being written that owe a version.
@@ -90,11 +104,11 @@ func (ws *writers) Count() int {
 	return len(ws.files)
 }
 
-// begin counts one more handle writing n, at key: the first makes the file
-// being written. owed says the handle may change the file unseen (kernel
-// passthrough) or already did (a create, a truncating open). Callers hold
-// key's lock (and, for an open or a create, moves shared).
-func (ws *writers) begin(n *node, key string, owed bool) (first bool) {
+// begin counts one more handle writing n, at key, opened by by: the first
+// makes the file being written. owed says the handle may change the file
+// unseen (kernel passthrough) or already did (a create, a truncating open).
+// Callers hold key's lock (and, for an open or a create, moves shared).
+func (ws *writers) begin(n *node, key string, owed bool, by versionstore.Writer) (first bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	w := ws.files[n]
@@ -105,6 +119,7 @@ func (ws *writers) begin(n *node, key string, owed bool) (first bool) {
 	}
 	w.handles++
 	w.owed = w.owed || owed
+	w.by = by
 	return w.handles == 1
 }
 

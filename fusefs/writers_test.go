@@ -18,16 +18,20 @@ import (
 func TestWritersFollowTheirFiles(t *testing.T) {
 	ws := newWriters(new(versionstore.Locks))
 	a, b, c := &node{}, &node{}, &node{}
-	ws.begin(a, "d/a", false)
-	ws.begin(a, "d/a", false) // a second handle
-	ws.begin(b, "x", true)
-	ws.begin(c, "e/c", false)
+	sh, vim := versionstore.Writer{Kind: versionstore.WriterMount, Pid: 7, Comm: "sh"}, versionstore.Writer{Kind: versionstore.WriterMount, Pid: 8, Comm: "vim"}
+	ws.begin(a, "d/a", false, sh)
+	ws.begin(a, "d/a", false, vim) // a second handle
+	ws.begin(b, "x", true, sh)
+	ws.begin(c, "e/c", false, sh)
 	if !ws.Writing("d/a") || !ws.Writing("x") || ws.Count() != 3 {
 		t.Fatalf("after begin: d/a %v, x %v, count %d", ws.Writing("d/a"), ws.Writing("x"), ws.Count())
 	}
 	ws.moved("d", "e", false) // d renamed over e: d/a is e/a now, e/c is replaced
 	if ws.Writing("d/a") || !ws.Writing("e/a") {
 		t.Fatal("d/a did not move to e/a")
+	}
+	if by, ok := ws.WrittenBy("e/a"); !ok || by != vim {
+		t.Fatalf("e/a written by %+v (%v), want the latest opener, vim", by, ok)
 	}
 	if k, _ := ws.keyOf(c); k != "" || ws.Writing("e/c") {
 		t.Fatalf("e/c, replaced by the rename, still has the path %q", k)

@@ -11,9 +11,9 @@ import (
 
 // FromService calls the tools in this process, as actor with cwd: the
 // daemon serving a session itself.
-func FromService(svc *toolapi.Service, actor, cwd string) CallFunc {
+func FromService(svc *toolapi.Service, actor *Actor, cwd string) CallFunc {
 	return func(ctx context.Context, tool string, args json.RawMessage) (Outcome, error) {
-		res, err := svc.Call(ctx, tool, toolapi.Request{Actor: actor, Cwd: cwd, Arguments: args})
+		res, err := svc.Call(ctx, tool, toolapi.Request{Actor: actor.Name(""), Cwd: cwd, Arguments: args})
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -36,9 +36,9 @@ func imageFacts(v toolapi.ImageValue) map[string]any {
 
 // FromClient calls the tools through the daemon's socket, as actor with
 // cwd.
-func FromClient(client *unixsocket.Client, actor, cwd string) CallFunc {
+func FromClient(client *unixsocket.Client, actor *Actor, cwd string) CallFunc {
 	return func(ctx context.Context, tool string, args json.RawMessage) (Outcome, error) {
-		res, err := client.Call(ctx, tool, unixsocket.ToolRequest{Actor: actor, Cwd: cwd, Arguments: args})
+		res, err := client.Call(ctx, tool, unixsocket.ToolRequest{Actor: actor.Name(""), Cwd: cwd, Arguments: args})
 		if err != nil {
 			return Outcome{}, err
 		}

@@ -41,3 +41,24 @@ func TestOversizedInputsAreRefusedBeforeAnyChange(t *testing.T) {
 	mustOK(t, h.call(ToolRead, actor, `{"file_path":"new.txt"}`))
 	mustOK(t, h.call(ToolEdit, actor, `{"file_path":"new.txt","old_string":"x","new_string":"y"}`))
 }
+
+// An MCP client's name becomes part of an actor name only as letters,
+// digits, '.', '_' and '-', bounded: the client chooses it.
+func TestActorBase(t *testing.T) {
+	for _, c := range []struct{ client, want string }{
+		{"claude-code", "claude-code"},
+		{"codex", "codex"},
+		{"Claude Code (VS Code)", "Claude-Code-VS-Code"},
+		{"../../etc/passwd", "etc-passwd"},
+		{"a/b\\c\x00d\ne\u202ef", "a-b-c-d-e-f"},
+		{"..", "mcp"},
+		{"", "mcp"},
+		{"日本語", "mcp"},
+		{strings.Repeat("x", 100), strings.Repeat("x", MaxActorBaseBytes)},
+		{strings.Repeat("x", MaxActorBaseBytes-1) + "/y", strings.Repeat("x", MaxActorBaseBytes-1)},
+	} {
+		if got := ActorBase(c.client); got != c.want {
+			t.Errorf("ActorBase(%q) = %q, want %q", c.client, got, c.want)
+		}
+	}
+}

@@ -11,7 +11,9 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
+	"unicode"
 
 	"github.com/dshfs/dshfs/policy"
 	"github.com/dshfs/dshfs/versionstore"
@@ -46,7 +48,12 @@ func describe(verb string, err error) error {
 	if op == "" {
 		op = verb
 	}
-	return &toolError{code: fe.Code, msg: storeMessage(op, fe) + remedy(verb, fe.Code), err: err}
+	hint := remedy(verb, fe.Code)
+	if fe.Reason == versionstore.ReasonMountWriting && hint != "" {
+		// Nothing changed: a re-read would not help, the writer closing will.
+		hint = " — retry after it closes"
+	}
+	return &toolError{code: fe.Code, msg: storeMessage(op, fe) + hint, err: err}
 }
 
 // Describe words a failure of an operation the socket runs on the store
@@ -80,6 +87,8 @@ func storeMessage(op string, e *versionstore.Error) string {
 			what = strconv.FormatInt(e.Size, 10) + " bytes exceeds"
 		}
 		return cannot + what + " the " + strconv.FormatInt(e.Limit, 10) + "-byte limit"
+	case versionstore.ReasonMountWriting:
+		return cannot + "file is being written " + writerText(e.By)
 	case versionstore.ReasonWouldLose:
 		return cannot + versionstore.ErrWouldLose.Error()
 	case versionstore.ReasonIndex:
@@ -108,10 +117,26 @@ var storeReasons = map[versionstore.Reason]string{
 	versionstore.ReasonPermission:   "permission denied",
 	versionstore.ReasonChanged:      "file changed since it was read",
 	versionstore.ReasonGone:         "file no longer exists",
-	versionstore.ReasonMountWriting: "it is being written through the mount",
 	versionstore.ReasonOwnerChanged: "another user owns it now than when it had these bytes, and putting them back would hand them over",
 	versionstore.ReasonDirOwner:     "its directory belongs to another user now, who could take the bytes put back there",
 	versionstore.ReasonNone:         "failed",
+}
+
+// writerText names the process writing a file through the mount, as ps
+// would: "by pid 4242 (python3)"; its command name is the process's own
+// choice, so anything unprintable in it is escaped.
+func writerText(w versionstore.Writer) string {
+	if w.Pid == 0 {
+		return "through the mount"
+	}
+	comm := w.Comm
+	if strings.ContainsFunc(comm, func(r rune) bool { return !unicode.IsPrint(r) || r == '(' || r == ')' }) {
+		comm = strconv.Quote(comm)
+	}
+	if comm == "" {
+		return "by pid " + strconv.FormatUint(uint64(w.Pid), 10)
+	}
+	return "by pid " + strconv.FormatUint(uint64(w.Pid), 10) + " (" + comm + ")"
 }
 
 // osReason is the innermost description of err: the errno text for system

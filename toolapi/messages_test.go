@@ -78,3 +78,28 @@ func TestDescribeIndexFailure(t *testing.T) {
 		}
 	}
 }
+
+// A tool refused because a process holds the file open for writing through
+// the mount says who, and to retry once it is closed: nothing changed, so a
+// re-read would not help.
+func TestDescribeMountWriting(t *testing.T) {
+	busy := func(op string, by versionstore.Writer) error {
+		return &versionstore.Error{Code: versionstore.CodeStaleVersion, Reason: versionstore.ReasonMountWriting, Op: op, Path: "/ws/f.txt", By: by}
+	}
+	python := versionstore.Writer{Kind: versionstore.WriterMount, Pid: 4242, Comm: "python3"}
+	for _, c := range []struct {
+		verb string
+		err  error
+		want string
+	}{
+		{"edit", busy("", python), `cannot edit "/ws/f.txt": file is being written by pid 4242 (python3) — retry after it closes`},
+		{"write", busy("write", python), `cannot write "/ws/f.txt": file is being written by pid 4242 (python3) — retry after it closes`},
+		{"write", busy("write", versionstore.Writer{}), `cannot write "/ws/f.txt": file is being written through the mount — retry after it closes`},
+		{"write", busy("write", versionstore.Writer{Pid: 9, Comm: "a)\n"}), `cannot write "/ws/f.txt": file is being written by pid 9 ("a)\n") — retry after it closes`},
+		{"restore", busy("restore", python), `cannot restore "/ws/f.txt": file is being written by pid 4242 (python3)`},
+	} {
+		if got := Describe(c.verb, c.err).Error(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.verb, got, c.want)
+		}
+	}
+}

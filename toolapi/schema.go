@@ -99,16 +99,35 @@ func schemaJSON(props []property) json.RawMessage {
 }
 
 // Definitions returns the tool definitions for a read limit (the default is
-// DefaultReadLimit), for callers that list tools without a Service.
-func Definitions(readLimit int) []ToolDef { return toolDefs(readLimit) }
+// DefaultReadLimit), for callers that list tools without a Service: those
+// of a mount with the read-before-write policy.
+func Definitions(readLimit int) []ToolDef {
+	return toolDefs(readLimit, true, "the session's working directory (by default the mount point)")
+}
 
-func toolDefs(readLimit int) []ToolDef {
+// The reference's descriptions (§7) come first, byte for byte; what dshfs
+// adds follows them: what a relative file_path is relative to, what the
+// policy asks before a write or an edit, and where images are read.
+const (
+	imagesElsewhere = " For a PNG/JPEG/WebP/GIF image use read_image: read refuses it as a binary file."
+	writeNeedsRead  = " To replace an existing file, read it first in this session (unless this session just wrote or edited it); a new file needs no read."
+	editNeedsRead   = " Read the file first in this session, unless this session just wrote or edited it."
+)
+
+// toolDefs are the tools whose relative paths resolve against base, with
+// the read-before-write policy (observing) or without.
+func toolDefs(readLimit int, observing bool, base string) []ToolDef {
+	relative := " A relative file_path is relative to " + base + "."
+	writeNeeds, editNeeds := "", ""
+	if observing {
+		writeNeeds, editNeeds = writeNeedsRead, editNeedsRead
+	}
 	return []ToolDef{
-		{ToolRead, "Read a UTF-8 text file and return line-numbered content.", schemaJSON(readProps(readLimit)),
-			"Read File", readOnly},
-		{ToolReadImage, "Read a PNG/JPEG/WebP/GIF file and return the image itself. Requires the current model to accept image input.",
+		{ToolRead, "Read a UTF-8 text file and return line-numbered content." + relative + imagesElsewhere,
+			schemaJSON(readProps(readLimit)), "Read File", readOnly},
+		{ToolReadImage, "Read a PNG/JPEG/WebP/GIF file and return the image itself. Requires the current model to accept image input." + relative,
 			schemaJSON(readImageProps), "Read Image", readOnly},
-		{ToolWrite, "Create or fully replace a UTF-8 text file.", schemaJSON(writeProps), "Write File", replaces},
-		{ToolEdit, "Edit an existing UTF-8 text file by replacing literal text.", schemaJSON(editProps), "Edit File", edits},
+		{ToolWrite, "Create or fully replace a UTF-8 text file." + relative + writeNeeds, schemaJSON(writeProps), "Write File", replaces},
+		{ToolEdit, "Edit an existing UTF-8 text file by replacing literal text." + relative + editNeeds, schemaJSON(editProps), "Edit File", edits},
 	}
 }

@@ -138,12 +138,24 @@ func New(store *versionstore.Store, pol *policy.Policy, cfg Config) (*Service, e
 	if !filepath.IsAbs(mount) {
 		return nil, fmt.Errorf("toolapi: mount point %q must be absolute", mount)
 	}
-	return &Service{store: store, policy: pol, mount: filepath.Clean(mount), cfg: cfg, defs: toolDefs(cfg.ReadLimit),
+	return &Service{store: store, policy: pol, mount: filepath.Clean(mount), cfg: cfg,
+		defs:      toolDefs(cfg.ReadLimit, pol != nil, filepath.Clean(mount)),
 		diffSlots: make(diffSlots, MaxConcurrentDiffs)}, nil
 }
 
-// Tools lists the model-facing tool definitions.
+// Tools lists the model-facing tool definitions, for calls whose relative
+// paths resolve against the mount point.
 func (s *Service) Tools() []ToolDef { return s.defs }
+
+// ToolsIn lists the tool definitions for a session whose relative paths
+// resolve against cwd (the mount point if "" or not in the workspace).
+func (s *Service) ToolsIn(cwd string) []ToolDef {
+	base, err := s.cwdDisplay(cwd)
+	if err != nil || base == s.mount {
+		return s.defs
+	}
+	return toolDefs(s.cfg.ReadLimit, s.policy != nil, base)
+}
 
 // Call runs the tool name. Failures of the call itself are in the Result;
 // the error is only ErrUnknownTool.

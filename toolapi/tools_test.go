@@ -36,13 +36,63 @@ const (
 
 func readSchema(limit string) string { return strings.Replace(readSchemaFmt, "%s", limit, 1) }
 
+// The reference's tool descriptions (§7), which each dshfs description
+// begins with.
+const (
+	descRead      = "Read a UTF-8 text file and return line-numbered content."
+	descReadImage = "Read a PNG/JPEG/WebP/GIF file and return the image itself. Requires the current model to accept image input."
+	descWrite     = "Create or fully replace a UTF-8 text file."
+	descEdit      = "Edit an existing UTF-8 text file by replacing literal text."
+)
+
+// relativeTo is the sentence that says what a relative file_path is
+// relative to.
+func relativeTo(dir string) string { return " A relative file_path is relative to " + dir + "." }
+
+func jsonQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// A model is told what a write or an edit needs first, where relative paths
+// lead, and where images are read; a bare deployment needs no read first.
+// Each description still begins with the reference's.
+func TestToolDescriptionsSayWhatTheyNeed(t *testing.T) {
+	h := newHarness(t)
+	h.put("sub/f.txt", "x\n")
+	sub := h.disp("sub")
+	got := h.svc.ToolsIn(sub)
+	for i, want := range []string{descRead + relativeTo(sub) + " For a PNG/JPEG/WebP/GIF image use read_image: read refuses it as a binary file.",
+		descReadImage + relativeTo(sub),
+		descWrite + relativeTo(sub) + " To replace an existing file, read it first in this session (unless this session just wrote or edited it); a new file needs no read.",
+		descEdit + relativeTo(sub) + " Read the file first in this session, unless this session just wrote or edited it."} {
+		if got[i].Description != want {
+			t.Errorf("%s in sub/:\n got %q\nwant %q", got[i].Name, got[i].Description, want)
+		}
+	}
+	bare := newHarness(t, bareProvider()).svc.Tools()
+	for _, d := range bare {
+		if strings.Contains(d.Description, "first") {
+			t.Errorf("bare %s asks for a read first: %q", d.Name, d.Description)
+		}
+	}
+	for i, d := range Definitions(DefaultReadLimit) {
+		if want := relativeTo("the session's working directory (by default the mount point)"); !strings.Contains(d.Description, want) {
+			t.Errorf("%s without a mount: %q, want %q in it", d.Name, d.Description, want)
+		}
+		if ref := []string{descRead, descReadImage, descWrite, descEdit}[i]; !strings.HasPrefix(d.Description, ref) {
+			t.Errorf("%s: %q does not begin with the reference's %q", d.Name, d.Description, ref)
+		}
+	}
+}
+
 func TestToolsDefinitions(t *testing.T) {
 	h := newHarness(t)
 	want := []struct{ name, description, schema string }{
-		{"read", "Read a UTF-8 text file and return line-numbered content.", readSchema("2000")},
-		{"read_image", "Read a PNG/JPEG/WebP/GIF file and return the image itself. Requires the current model to accept image input.", readImageSchema},
-		{"write", "Create or fully replace a UTF-8 text file.", writeSchema},
-		{"edit", "Edit an existing UTF-8 text file by replacing literal text.", editSchema},
+		{"read", descRead + relativeTo(h.mount) + " For a PNG/JPEG/WebP/GIF image use read_image: read refuses it as a binary file.", readSchema("2000")},
+		{"read_image", descReadImage + relativeTo(h.mount), readImageSchema},
+		{"write", descWrite + relativeTo(h.mount) + " To replace an existing file, read it first in this session (unless this session just wrote or edited it); a new file needs no read.", writeSchema},
+		{"edit", descEdit + relativeTo(h.mount) + " Read the file first in this session, unless this session just wrote or edited it.", editSchema},
 	}
 	got := h.svc.Tools()
 	if len(got) != len(want) {
@@ -67,7 +117,7 @@ func TestToolsDefinitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantWire := `{"name":"write","description":"Create or fully replace a UTF-8 text file.","input_schema":` + writeSchema +
+	wantWire := `{"name":"write","description":` + jsonQuote(want[2].description) + `,"input_schema":` + writeSchema +
 		`,"title":"Write File","annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}}`
 	if string(b) != wantWire {
 		t.Errorf("wire form:\n got %s\nwant %s", b, wantWire)

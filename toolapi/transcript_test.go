@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/dshfs/dshfs/versionstore"
 	"github.com/rogpeppe/go-internal/txtar"
 )
 
@@ -32,6 +34,8 @@ import (
 //	call ACTOR TOOL ARGS          a tool call; ACTOR "-" is the empty actor
 //	callin ACTOR CWD TOOL ARGS    a tool call with a request cwd
 //	cancelled ACTOR TOOL ARGS     a tool call under a cancelled context
+//	writing REL PID COMM          a process holds REL open for writing through the mount
+//	closed REL                    and lets it go
 //
 // $MNT in a script is the mount point; in a result, the mount point, the
 // backing directory and the test's temporary root read $MNT, $WORK, $TMP.
@@ -84,6 +88,8 @@ type transcript struct {
 	h   *harness
 	n   int // steps recorded so far
 	out []txtar.File
+	// writers are the files being written through the mount (nil: none).
+	writers *scriptWriters
 }
 
 func runTranscript(t *testing.T, script []byte) []txtar.File {
@@ -145,9 +151,53 @@ func (tr *transcript) step(line string) {
 		tr.out = append(tr.out, txtar.File{Name: fmt.Sprintf("%02d cat %s", tr.n, f[0]), Data: []byte(strconv.Quote(h.get(f[0])) + "\n")})
 	case "call", "callin", "cancelled":
 		tr.call(verb, line, rest)
+	case "writing":
+		pid, _ := strconv.Atoi(f[1])
+		tr.mountWriters().open(f[0], versionstore.Writer{Kind: versionstore.WriterMount, Pid: uint32(pid), Comm: f[2]})
+	case "closed":
+		tr.mountWriters().open(f[0], versionstore.Writer{})
 	default:
 		tr.t.Fatalf("unknown script line %q", line)
 	}
+}
+
+// mountWriters are the files the script has a process write through the
+// mount, attached to the store at their first use.
+func (tr *transcript) mountWriters() *scriptWriters {
+	if tr.writers == nil {
+		tr.writers = &scriptWriters{by: map[string]versionstore.Writer{}}
+		tr.h.store.AttachWriters(tr.writers)
+	}
+	return tr.writers
+}
+
+// scriptWriters are the mount's writers as a script says: each file's
+// writer, or none.
+type scriptWriters struct {
+	mu sync.Mutex
+	by map[string]versionstore.Writer
+}
+
+// open makes w the writer of key (zero: none).
+func (s *scriptWriters) open(key string, w versionstore.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w == (versionstore.Writer{}) {
+		delete(s.by, key)
+		return
+	}
+	s.by[key] = w
+}
+
+func (s *scriptWriters) Writing(key string) bool { _, ok := s.WrittenBy(key); return ok }
+func (s *scriptWriters) Count() int              { s.mu.Lock(); defer s.mu.Unlock(); return len(s.by) }
+func (s *scriptWriters) Owed() []string          { return nil }
+
+func (s *scriptWriters) WrittenBy(key string) (versionstore.Writer, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.by[key]
+	return w, ok
 }
 
 func (tr *transcript) must(err error) {

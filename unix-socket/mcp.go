@@ -37,6 +37,10 @@ type MCPRequest struct {
 	Cwd   string `json:"cwd,omitempty"`
 	// StructuredContent sends each result's value as structuredContent.
 	StructuredContent bool `json:"structured_content,omitempty"`
+	// NameActor names the session's actor after the client at initialize
+	// (MCPEvent.Actor says how); Actor is the session's until then, and
+	// for a daemon that does not name actors.
+	NameActor bool `json:"name_actor,omitempty"`
 }
 
 // MCPSession is a session handed to the daemon.
@@ -47,15 +51,18 @@ type MCPSession struct {
 	// Pid is the `dshfs mcp` process (its parent is the harness), 0 where
 	// the platform does not say.
 	Pid int
-	// Initialized passes the client's initialize parameters on to `dshfs
-	// mcp`, for it to resume the session should the daemon go away.
-	Initialized func(params json.RawMessage)
+	// Initialized passes the client's initialize parameters and the
+	// session's actor on to `dshfs mcp`, for it to resume the session
+	// should the daemon go away.
+	Initialized func(params json.RawMessage, actor string)
 }
 
 // MCPEvent is one line of the control channel.
 type MCPEvent struct {
 	// Initialized holds the client's initialize parameters.
 	Initialized json.RawMessage `json:"initialized,omitempty"`
+	// Actor is the session's actor, with Initialized.
+	Actor string `json:"actor,omitempty"`
 	// Done: the client ended the session.
 	Done bool `json:"done,omitempty"`
 	// Stopping: the daemon is going away; the session is not over.
@@ -186,7 +193,7 @@ func (s *Server) serveMCP(conn net.Conn, sess MCPSession) {
 		conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		conn.Write(append(b, '\n'))
 	}
-	sess.Initialized = func(p json.RawMessage) { send(MCPEvent{Initialized: p}) }
+	sess.Initialized = func(p json.RawMessage, actor string) { send(MCPEvent{Initialized: p, Actor: actor}) }
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	err := s.cfg.MCP(ctx, sess)

@@ -45,7 +45,7 @@ const (
 	ReasonTooLarge            // FS_TOO_LARGE: Size bytes (-1: grew while read) over Limit
 	ReasonChanged             // FS_STALE_VERSION: not the version expected
 	ReasonGone                // FS_STALE_VERSION: a guarded replace found no file
-	ReasonMountWriting        // FS_STALE_VERSION: the mount is writing the file
+	ReasonMountWriting        // FS_STALE_VERSION: the mount is writing the file; By is who, if known
 	ReasonExists              // FS_NOT_OBSERVED: a create-only write met a file
 	ReasonAborted             // FS_ABORTED: the context was cancelled
 	ReasonWouldLose           // no code: Err is ErrWouldLose
@@ -98,6 +98,9 @@ type Error struct {
 	Path string
 	// Size and Limit are the sizes of a ReasonTooLarge.
 	Size, Limit int64
+	// By is who writes the file through the mount, for a
+	// ReasonMountWriting (zero: the mount does not say).
+	By Writer
 	// Err is the underlying cause, if any.
 	Err error
 }

@@ -83,6 +83,14 @@ type Writers interface {
 	Owed() []string
 }
 
+// WriterNamer is Writers that can also say who writes a file: the writer
+// of the latest handle that opened it for writing, as the mount describes
+// it. A tool refused over that file says so, rather than that the file
+// changed, which would send the model to re-read it for nothing.
+type WriterNamer interface {
+	WrittenBy(key string) (Writer, bool)
+}
+
 // writersBox holds the attached Writers (an interface in an atomic.Value
 // must always have the same concrete type).
 type writersBox struct{ w Writers }
@@ -95,6 +103,17 @@ func (s *Store) AttachWriters(w Writers) { s.writers.Store(writersBox{w}) }
 func (s *Store) dirty(key string) bool {
 	b, _ := s.writers.Load().(writersBox)
 	return b.w != nil && b.w.Writing(key)
+}
+
+// mountWriting is the failure of op on display because the mount is
+// writing key, naming the writer when the mount can.
+func (s *Store) mountWriting(op, display, key string) *Error {
+	e := fail(ReasonMountWriting, op, display)
+	b, _ := s.writers.Load().(writersBox)
+	if n, ok := b.w.(WriterNamer); ok {
+		e.By, _ = n.WrittenBy(key)
+	}
+	return e
 }
 
 // owed are the files being written through the mount with changes not

@@ -6,16 +6,17 @@ import (
 )
 
 // While the mount has unflushed writes to a file, tool mutations are
-// refused: publishing a new inode would strand those writes in the old one.
+// refused, as being written (not as changed: nothing may have changed):
+// publishing a new inode would strand those writes in the old one.
 func TestDirtyRefusesToolMutations(t *testing.T) {
 	ts := openTestStore(t)
 	ts.put("f", "one")
 	v := ts.version("f")
 	ts.markWriting("f")
 	_, err := ts.edit("f", Edit{Old: "one", New: "two"}, &v)
-	wantErr(t, err, ReasonChanged, "", "/ws/f")
+	wantErr(t, err, ReasonMountWriting, "", "/ws/f")
 	_, err = ts.write("f", "two", anyway)
-	wantErr(t, err, ReasonChanged, "write", "/ws/f")
+	wantErr(t, err, ReasonMountWriting, "write", "/ws/f")
 
 	w := Writer{Kind: WriterMount, Pid: 42, Uid: 1000, Comm: "vim"}
 	unlock := ts.locks.Lock("f")

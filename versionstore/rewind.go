@@ -216,7 +216,7 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, owner *O
 	}
 	res := RestoreResult{From: cur.version}
 	if s.dirty(t.Key) {
-		return res, fail(ReasonMountWriting, "restore", t.Display)
+		return res, s.mountWriting("restore", t.Display, t.Key)
 	}
 	if expect != nil && *expect != cur.version {
 		return res, fail(ReasonChanged, "restore", t.Display)

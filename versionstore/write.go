@@ -112,7 +112,7 @@ func (s *Store) writeAllowed(t Target, cur snapshot, intent Intent) error {
 		return fail(ReasonNotRegular, "write", t.Display)
 	}
 	if cur.fi != nil && intent.Kind != IntentCreateIfAbsent && s.dirty(t.Key) {
-		return fail(ReasonChanged, "write", t.Display)
+		return s.mountWriting("write", t.Display, t.Key)
 	}
 	switch intent.Kind {
 	case IntentReplaceIfVersion:
@@ -166,7 +166,9 @@ func (s *Store) updateLocked(ctx context.Context, t Target, cur snapshot, expect
 		return res, fail(ReasonChanged, "", t.Display)
 	case !cur.fi.Mode().IsRegular():
 		return res, fail(ReasonNotRegular, "", t.Display)
-	case expect != nil && *expect != cur.version, s.dirty(t.Key):
+	case s.dirty(t.Key):
+		return res, s.mountWriting("", t.Display, t.Key)
+	case expect != nil && *expect != cur.version:
 		return res, fail(ReasonChanged, "", t.Display)
 	}
 	data, err := fn(cur.data)

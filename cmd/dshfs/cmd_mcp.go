@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -34,8 +35,8 @@ func mcpCommand() *cli.Command {
 		Usage: "serve a running mount's tools to an MCP client on stdio",
 		Description: "The tools are the daemon's own: the same names, descriptions and input schemas. Each result\n" +
 			"is exactly the text the model is meant to read, as one text block (read_image adds the image as\n" +
-			"an image block), with isError on failures. The session is one actor (a fresh name per session)\n" +
-			"unless --actor names one.\n\n" +
+			"an image block), with isError on failures. The session is one actor, named after the client and\n" +
+			"numbered to be the session's own (claude-code-1, codex-2), unless --actor names one.\n\n" +
 			"--structured-content also sends each result's value (versions, line numbers) as\n" +
 			"structuredContent. Do not use it with a model: Claude Code, Codex and OpenCode hand the model\n" +
 			"structuredContent instead of the text when a result has it.\n\n" +
@@ -43,7 +44,7 @@ func mcpCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Usage: "the daemon's socket", Destination: &o.Socket},
 			&cli.StringFlag{Name: "mount", Usage: "the mount point", DefaultText: "the mount holding the current directory, else the only one", Destination: &o.Mount},
-			&cli.StringFlag{Name: "actor", Usage: "actor name for this session", DefaultText: "a fresh one", Destination: &o.Actor},
+			&cli.StringFlag{Name: "actor", Usage: "actor name for this session", DefaultText: "the client's name, numbered", Destination: &o.Actor},
 			&cli.BoolFlag{Name: "structured-content", Usage: "also send each result's value as structuredContent (for programs: harnesses show it to the model instead of the text)", Destination: &o.Structured},
 		},
 		Action: func(c *cli.Context) error {
@@ -60,14 +61,20 @@ func runMCP(ctx context.Context, o mcpOptions) error {
 	if err != nil {
 		return err
 	}
-	actor := sessionActor(o.Actor)
 	defs, err := client.Tools(ctx)
 	if err != nil {
 		return daemonError(err)
 	}
-	registerHarness(ctx, client, actor)
-	req := unixsocket.MCPRequest{Actor: actor, Cwd: cwd, StructuredContent: o.Structured}
-	state, err := handOver(ctx, client, req)
+	// Without --actor the daemon names the session's actor after the
+	// client once it initializes; a fresh name stands in until then (and
+	// for a daemon that does not name actors).
+	req := unixsocket.MCPRequest{Actor: o.Actor, Cwd: cwd, StructuredContent: o.Structured, NameActor: o.Actor == ""}
+	if req.NameActor {
+		req.Actor = freshActor("mcp")
+	} else {
+		registerHarness(ctx, client, req.Actor)
+	}
+	state, err := handOver(ctx, client, &req)
 	if err != nil {
 		return daemonError(err)
 	}
@@ -86,23 +93,22 @@ func registerHarness(ctx context.Context, client *unixsocket.Client, actor strin
 	}
 }
 
-// sessionActor is the session's actor: the one named, else a fresh name.
-func sessionActor(named string) string {
-	if named != "" {
-		return named
-	}
+// freshActor is a fresh actor name for a session of client, for when no
+// daemon numbers it: unique by chance.
+func freshActor(client string) string {
 	var b [6]byte
 	rand.Read(b[:])
-	return "mcp-" + hex.EncodeToString(b[:])
+	return toolapi.ActorBase(client) + "-" + hex.EncodeToString(b[:])
 }
 
 // handOver gives this process's standard input and output to the daemon,
 // which serves the MCP session itself: a call then costs one process hop,
 // as with any MCP server, not two. It returns once the session is over
 // (nil state), or with the state to go on from if the daemon goes away
-// first or does not take sessions.
-func handOver(ctx context.Context, client *unixsocket.Client, req unixsocket.MCPRequest) (*mcp.ServerSessionState, error) {
-	ctl, err := client.OpenMCP(ctx, req, os.Stdin, os.Stdout)
+// first or does not take sessions. Once the daemon names the session's
+// actor, req holds it, and the harness is registered for it.
+func handOver(ctx context.Context, client *unixsocket.Client, req *unixsocket.MCPRequest) (*mcp.ServerSessionState, error) {
+	ctl, err := client.OpenMCP(ctx, *req, os.Stdin, os.Stdout)
 	if errors.Is(err, unixsocket.ErrNoMCP) {
 		return &mcp.ServerSessionState{}, nil
 	}
@@ -128,6 +134,11 @@ func handOver(ctx context.Context, client *unixsocket.Client, req unixsocket.MCP
 			if json.Unmarshal(e.Initialized, &p) == nil {
 				state = &mcp.ServerSessionState{InitializeParams: &p, InitializedParams: &mcp.InitializedParams{}}
 			}
+			if req.NameActor {
+				// The daemon named it (one that does not kept req.Actor).
+				req.Actor, req.NameActor = cmp.Or(e.Actor, req.Actor), false
+				registerHarness(ctx, client, req.Actor)
+			}
 		}
 	}
 }
@@ -135,13 +146,22 @@ func handOver(ctx context.Context, client *unixsocket.Client, req unixsocket.MCP
 // serveMCP serves the session in this process, each call relayed over the
 // socket; state is where the session stands (zero: not yet initialized).
 func serveMCP(ctx context.Context, client *unixsocket.Client, defs []unixsocket.ToolDef, req unixsocket.MCPRequest, state *mcp.ServerSessionState) error {
-	server := mcptools.NewServer(defs, mcptools.FromClient(client, req.Actor, req.Cwd),
-		mcptools.Options{Version: buildVersion(), Structured: req.StructuredContent})
+	actor := mcptools.FixedActor(req.Actor)
+	if req.NameActor {
+		actor = mcptools.NamedActor(func(name string) string {
+			a := freshActor(name)
+			registerHarness(ctx, client, a)
+			return a
+		})
+	}
+	server := mcptools.NewServer(defs, mcptools.FromClient(client, actor, req.Cwd),
+		mcptools.Options{Version: buildVersion(), Structured: req.StructuredContent,
+			OnInitialized: func(p *mcp.InitializeParams) { actor.Name(mcptools.ClientName(p)) }})
 	var opts *mcp.ServerSessionOptions
 	if state.InitializeParams != nil {
 		opts = &mcp.ServerSessionOptions{State: state}
 	}
-	ss, err := server.Connect(ctx, &mcp.StdioTransport{}, opts)
+	ss, err := server.Connect(ctx, mcptools.Transport(os.Stdin, nopCloser{os.Stdout}), opts)
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
@@ -150,3 +170,9 @@ func serveMCP(ctx context.Context, client *unixsocket.Client, defs []unixsocket.
 	}
 	return nil
 }
+
+// nopCloser is standard output as the session's writer: the session ending
+// does not close it.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
