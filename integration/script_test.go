@@ -26,7 +26,8 @@ import (
 // even if the script fails. Besides testscript's own commands, scripts have:
 //
 //	exits N PROG [ARGS...]  run PROG; fail unless it exits with status N
-//	devfuse MODE            chmod /dev/fuse (restored when the script ends)
+//	fusedev UID:GID MODE    a mount namespace whose /dev/fuse is a node of the
+//	                        script's own ($FUSENS: nsenter --mount --target)
 //	[fusermount]            a setuid fusermount3 is installed (in CI: must be)
 //	[user_allow_other]      /etc/fuse.conf lets users mount with allow_other
 //
@@ -34,6 +35,7 @@ import (
 // $WORK/quickstart.sh holds the README's quick start, as written.
 func TestScripts(t *testing.T) {
 	testfuse.Require(t)
+	devFuseUnchanged(t)
 	quickstart, err := readmeQuickstart("../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +48,7 @@ func TestScripts(t *testing.T) {
 		WorkdirRoot:   traversableTempDir(t),
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"exits":     exitsCmd,
-			"devfuse":   devfuseCmd,
+			"fusedev":   fusedevCmd,
 			"jsonfield": jsonfieldCmd,
 		},
 		Condition: scriptCondition,
@@ -154,22 +156,6 @@ func exitsCmd(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
 	}
-}
-
-func devfuseCmd(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: devfuse MODE")
-	}
-	mode, err := strconv.ParseUint(args[0], 8, 32)
-	ts.Check(err)
-	fi, err := os.Stat("/dev/fuse")
-	ts.Check(err)
-	if ts.Getenv("DEVFUSE_MODE") == "" { // the first change: restore this mode at the end
-		orig := fi.Mode().Perm()
-		ts.Setenv("DEVFUSE_MODE", fmt.Sprintf("%o", orig))
-		ts.Defer(func() { os.Chmod("/dev/fuse", orig) })
-	}
-	ts.Check(os.Chmod("/dev/fuse", os.FileMode(mode)))
 }
 
 // scriptCondition answers [fusermount]: a normal user mounts through a
