@@ -105,10 +105,29 @@ func BackingDir(dir string) (string, error) {
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
 	}
-	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("backing directory %s is not a directory; make it first (mkdir -p %s)", dir, dir)
+	fi, err := os.Stat(abs)
+	switch {
+	case err == nil && !fi.IsDir():
+		return "", fmt.Errorf("backing directory %s is a file, not a directory; mount the directory that holds it (%s)", dir, filepath.Dir(abs))
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("backing directory %s: no such directory; make it first (mkdir -p %s)", dir, dir)
+	case errors.Is(err, syscall.ENOTDIR):
+		return "", fmt.Errorf("backing directory %s: no such directory (%s is a file)", dir, fileOnTheWay(abs))
+	case err != nil:
+		return "", fmt.Errorf("backing directory %s: %w", dir, errors.Unwrap(err))
 	}
 	return abs, nil
+}
+
+// fileOnTheWay is the element of path, missing as a directory because a
+// file is on its way, that is that file.
+func fileOnTheWay(path string) string {
+	for p := filepath.Dir(path); p != filepath.Dir(p); p = filepath.Dir(p) {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p
+		}
+	}
+	return path
 }
 
 // checkEmpty refuses a mount point that holds files: the mount would hide
