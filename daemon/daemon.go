@@ -26,6 +26,9 @@ type Config struct {
 	Backing    string // the backing directory's real path (BackingDir)
 	MountPoint string // the mount point's real path (PrepareMountPoint)
 	StateDir   string // the index, socket and log; "": DefaultStateDir(Backing)
+	// ReplacedDeadMount: a dead mount (its daemon gone) was detached from
+	// MountPoint first (PrepareMountPoint), which the log says.
+	ReplacedDeadMount bool
 
 	NoPolicy      bool          // serve the bare provider: no read-before-write checks
 	AllowOther    bool          // let other users use the mount

@@ -1,0 +1,97 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// One daemon versions a backing directory at a time. Two — at two mount
+// points, or one per state directory — would each take the other's writes
+// for outside changes: two histories of one tree, and tools that
+// compare-and-swap against different versions of it. So a daemon holds an
+// exclusive flock on the backing directory itself for its whole life,
+// whatever its state directory (the kernel drops it when the process dies:
+// a crash leaves nothing to clean up), and dshfs mount checks, before it
+// makes anything, that no mount of the user's serves the directory and no
+// process of the user's holds its lock.
+//
+// Only the user's own mounts and processes count. Another user can mount a
+// FUSE filesystem naming any source, and flock any directory it may read:
+// counting theirs would let anyone keep a user from mounting. The uid in the
+// mount table (fusermount3 writes it) and a process's own uid are facts
+// another user cannot forge. Another user's daemon on the same tree is
+// therefore not refused; the second daemon runs without the lock, and logs
+// that it does.
+
+// CheckBacking refuses the backing directory (its real path) if the user's
+// dshfs versions it already: a mount of theirs serves it, or a process of
+// theirs holds its lock.
+func CheckBacking(backing string) error {
+	if e, ok := ownMountOf(backing); ok {
+		if e.Err != nil {
+			return fmt.Errorf("the backing directory %s is already mounted at %s (%s); unmount it first (dshfs unmount %s)", backing, e.MountPoint, e.Note(), e.MountPoint)
+		}
+		return fmt.Errorf("the backing directory %s is already mounted at %s by pid %d; use that mount, or unmount it first (dshfs unmount %s)", backing, e.MountPoint, e.Record.Pid, e.MountPoint)
+	}
+	for _, h := range lockHolders(backing) {
+		if h.uid == os.Geteuid() {
+			return fmt.Errorf("the backing directory %s is held by pid %d (%s), which serves no mount of it; stop it first (kill %d)", backing, h.pid, h.comm, h.pid)
+		}
+	}
+	return nil
+}
+
+// ownMountOf is the user's live mount of backing, if any. A dead one (its
+// daemon gone) does not count: nothing versions the tree through it, and
+// mounting there again replaces it.
+func ownMountOf(backing string) (Entry, bool) {
+	uid := os.Geteuid()
+	var mine []systemMount
+	for _, m := range systemMounts() {
+		if m.UID == uid && m.Backing == backing {
+			mine = append(mine, m)
+		}
+	}
+	for _, e := range listMounts(mine, uid, "") {
+		if !errors.Is(e.Err, syscall.ENOTCONN) {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// lockHolder is a process holding a flock on a file.
+type lockHolder struct {
+	pid, uid int
+	comm     string // its command's name
+}
+
+// lockBacking takes the backing directory's lock for the daemon's life;
+// the returned function lets it go. Where the user's dshfs has it already,
+// the daemon is refused (CheckBacking); where another user's process holds
+// it, or the filesystem has no flock, the daemon runs without it.
+func lockBacking(backing string, log *slog.Logger) (func(), error) {
+	fd, err := unix.Open(backing, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open the backing directory: %w", err)
+	}
+	err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	if err == nil {
+		return func() { unix.Close(fd) }, nil
+	}
+	unix.Close(fd)
+	if !errors.Is(err, unix.EWOULDBLOCK) {
+		log.Warn("running without the backing directory's lock", "backing", backing, "err", err)
+		return func() {}, nil
+	}
+	if err := CheckBacking(backing); err != nil {
+		return nil, err
+	}
+	log.Warn("another user's process holds the backing directory's lock (another user's dshfs?); running without it", "backing", backing)
+	return func() {}, nil
+}
