@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,20 +31,42 @@ import (
 
 // CheckBacking refuses the backing directory (its real path) if the user's
 // dshfs versions it already: a mount of theirs serves it, or a process of
-// theirs holds its lock.
+// theirs holds its lock. A holder that serves no mount of it is given
+// lockGrace to let go: a daemon unmounted from outside (fusermount3 -u)
+// still closes its index before it exits, and a mount run right after the
+// unmount should not be refused for that.
 func CheckBacking(backing string) error {
-	if e, ok := ownMountOf(backing); ok {
-		if e.Err != nil {
-			return fmt.Errorf("the backing directory %s is already mounted at %s (%s); unmount it first (dshfs unmount %s)", backing, e.MountPoint, e.Note(), e.MountPoint)
+	deadline := time.Now().Add(lockGrace)
+	for {
+		if e, ok := ownMountOf(backing); ok {
+			if e.Err != nil {
+				return fmt.Errorf("the backing directory %s is already mounted at %s (%s); unmount it first (dshfs unmount %s)", backing, e.MountPoint, e.Note(), e.MountPoint)
+			}
+			return fmt.Errorf("the backing directory %s is already mounted at %s by pid %d; use that mount, or unmount it first (dshfs unmount %s)", backing, e.MountPoint, e.Record.Pid, e.MountPoint)
 		}
-		return fmt.Errorf("the backing directory %s is already mounted at %s by pid %d; use that mount, or unmount it first (dshfs unmount %s)", backing, e.MountPoint, e.Record.Pid, e.MountPoint)
-	}
-	for _, h := range lockHolders(backing) {
-		if h.uid == os.Geteuid() {
+		h, held := ownLockHolder(backing)
+		switch {
+		case !held:
+			return nil
+		case time.Now().After(deadline):
 			return fmt.Errorf("the backing directory %s is held by pid %d (%s), which serves no mount of it; stop it first (kill %d)", backing, h.pid, h.comm, h.pid)
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return nil
+}
+
+// lockGrace is how long CheckBacking waits for a holder of the backing
+// directory's lock that serves no mount of it to let go.
+const lockGrace = 2 * time.Second
+
+// ownLockHolder is a process of the user's that holds the lock on dir.
+func ownLockHolder(dir string) (lockHolder, bool) {
+	for _, h := range lockHolders(dir) {
+		if h.uid == os.Geteuid() {
+			return h, true
+		}
+	}
+	return lockHolder{}, false
 }
 
 // ownMountOf is the user's live mount of backing, if any. A dead one (its
@@ -81,17 +104,21 @@ func lockBacking(backing string, log *slog.Logger) (func(), error) {
 		return nil, fmt.Errorf("open the backing directory: %w", err)
 	}
 	err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		if err := CheckBacking(backing); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
+		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) // its holder may have let go
+	}
 	if err == nil {
 		return func() { unix.Close(fd) }, nil
 	}
 	unix.Close(fd)
-	if !errors.Is(err, unix.EWOULDBLOCK) {
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		log.Warn("another user's process holds the backing directory's lock (another user's dshfs?); running without it", "backing", backing)
+	} else {
 		log.Warn("running without the backing directory's lock", "backing", backing, "err", err)
-		return func() {}, nil
 	}
-	if err := CheckBacking(backing); err != nil {
-		return nil, err
-	}
-	log.Warn("another user's process holds the backing directory's lock (another user's dshfs?); running without it", "backing", backing)
 	return func() {}, nil
 }

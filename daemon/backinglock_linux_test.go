@@ -14,8 +14,7 @@ import (
 
 // A daemon holds its backing directory's lock for its life: a second
 // daemon of the same user is refused, naming the holder, and is let in once
-// the lock is let go. A lock held by a process of another user is not held
-// against a daemon (anyone who may read the directory can take one).
+// the lock is let go.
 func TestBackingLock(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dir := t.TempDir()
@@ -36,9 +35,30 @@ func TestBackingLock(t *testing.T) {
 	if err != nil {
 		t.Fatalf("once the lock was let go: %v", err)
 	}
-	unlock()
+	// A holder that lets go within lockGrace (a daemon unmounted from
+	// outside, closing its index) does not refuse the directory.
+	time.AfterFunc(lockGrace/4, unlock)
+	if err := CheckBacking(dir); err != nil {
+		t.Fatalf("a lock let go within the grace: %v", err)
+	}
+	// A daemon whose rival lets go within the grace takes the lock itself.
+	unlock, err = lockBacking(dir, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(lockGrace/4, unlock)
+	unlock, err = lockBacking(dir, log)
+	if err != nil {
+		t.Fatalf("a rival that let go within the grace: %v", err)
+	}
+	defer unlock()
+	if _, held := ownLockHolder(dir); !held {
+		t.Fatal("the daemon runs without the lock its rival let go")
+	}
 }
 
+// A lock held by a process of another user is not held against a daemon:
+// anyone who may read the directory can take one.
 func TestBackingLockOfAnotherUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") == "true" {
