@@ -2,8 +2,9 @@
 // the workspace's store, mounting it (fusefs), serving its tools on the
 // socket in the state directory (unixsocket, mcptools), unmounting on a
 // signal, and starting itself detached. It also owns the mount registry —
-// how any process finds the daemon of a running mount (registry.go) — and
-// where a workspace's state directory is (statedir.go).
+// how any process finds the daemon of a running mount (registry.go) —,
+// where a workspace's state directory is (statedir.go), and the lock by
+// which one daemon at a time versions a backing directory (backinglock.go).
 //
 // A daemon runs from a Config and nothing else: the detached daemon
 // receives its parent's Config whole (detach.go). The package knows
