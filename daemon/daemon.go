@@ -2,8 +2,9 @@
 // the workspace's store, mounting it (fusefs), serving its tools on the
 // socket in the state directory (unixsocket, mcptools), unmounting on a
 // signal, and starting itself detached. It also owns the mount registry —
-// how any process finds the daemon of a running mount (registry.go) — and
-// where a workspace's state directory is (statedir.go).
+// how any process finds the daemon of a running mount (registry.go) —,
+// where a workspace's state directory is (statedir.go), and the lock by
+// which one daemon at a time versions a backing directory (backinglock.go).
 //
 // A daemon runs from a Config and nothing else: the detached daemon
 // receives its parent's Config whole (detach.go). The package knows
@@ -26,6 +27,9 @@ type Config struct {
 	Backing    string // the backing directory's real path (BackingDir)
 	MountPoint string // the mount point's real path (PrepareMountPoint)
 	StateDir   string // the index, socket and log; "": DefaultStateDir(Backing)
+	// ReplacedDeadMount: a dead mount (its daemon gone) was detached from
+	// MountPoint first (PrepareMountPoint), which the log says.
+	ReplacedDeadMount bool
 
 	NoPolicy      bool          // serve the bare provider: no read-before-write checks
 	AllowOther    bool          // let other users use the mount

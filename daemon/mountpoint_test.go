@@ -2,36 +2,46 @@ package daemon
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// A missing mount point is made; one that holds files is refused unless
-// nonempty; one inside the backing directory is refused before it is made.
+// A missing mount point is made, with the directories above it, and Unmake
+// removes what was made; one that holds files is refused unless nonempty;
+// one inside the backing directory is refused before it is made.
 func TestPrepareMountpoint(t *testing.T) {
 	backing, dir := t.TempDir(), t.TempDir()
 	mnt := filepath.Join(dir, "a", "mnt")
-	got, made, err := PrepareMountPoint(backing, mnt, false)
-	if err != nil || got != mnt || made != mnt {
-		t.Fatalf("missing mount point: %q (made %q), %v", got, made, err)
+	mp, err := PrepareMountPoint(backing, mnt, false)
+	if err != nil || mp.Path != mnt || !slices.Equal(mp.Made, []string{mnt, filepath.Join(dir, "a")}) {
+		t.Fatalf("missing mount point: %+v, %v", mp, err)
 	}
 	if fi, err := os.Stat(mnt); err != nil || !fi.IsDir() {
 		t.Fatalf("the mount point was not made: %v", err)
 	}
+	mp.Unmake()
+	if _, err := os.Stat(filepath.Join(dir, "a")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Unmake left what was made: %v", err)
+	}
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(mnt, "kept.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = PrepareMountPoint(backing, mnt, false)
+	_, err = PrepareMountPoint(backing, mnt, false)
 	if err == nil || !strings.Contains(err.Error(), "is not empty (it holds kept.txt)") || !strings.Contains(err.Error(), "pass --nonempty") {
 		t.Fatalf("non-empty mount point: %v", err)
 	}
-	if _, made, err := PrepareMountPoint(backing, mnt, true); err != nil || made != "" {
-		t.Fatalf("non-empty mount point with --nonempty: %v", err)
+	if mp, err := PrepareMountPoint(backing, mnt, true); err != nil || mp.Made != nil {
+		t.Fatalf("non-empty mount point with --nonempty: %+v, %v", mp, err)
 	}
 	inner := filepath.Join(backing, "inner")
-	if _, _, err := PrepareMountPoint(backing, inner, false); err == nil || !strings.Contains(err.Error(), "inside the backing directory") {
+	if _, err := PrepareMountPoint(backing, inner, false); err == nil || !strings.Contains(err.Error(), "inside the backing directory") {
 		t.Fatalf("mount point inside the backing directory: %v", err)
 	}
 	if _, err := os.Stat(inner); err == nil {

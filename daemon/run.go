@@ -69,6 +69,11 @@ func run(cfg Config, ready *Ready) error {
 	if err != nil {
 		m.log.Warn("raise the open-file limit", "err", err, "limit", fileLimit)
 	}
+	unlock, err := lockBacking(cfg.Backing, m.log)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	sig := catchSignals()
 	defer signal.Stop(sig)
 	stop, err := m.start(umask)
@@ -77,6 +82,9 @@ func run(cfg Config, ready *Ready) error {
 	}
 	defer stop()
 	os.Remove(filepath.Join(cfg.StateDir, unmountErrorFile))
+	if cfg.ReplacedDeadMount {
+		m.log.Warn("replaced a dead mount: its daemon had exited without unmounting", "mountpoint", cfg.MountPoint)
+	}
 	m.log.Info("mounted", "backing", cfg.Backing, "mountpoint", cfg.MountPoint, "state", cfg.StateDir, "socket", m.socket,
 		"open_file_limit", fileLimit, "passthrough", m.fsys.Passthrough())
 	if !ready.Report(nil) {

@@ -53,7 +53,7 @@ func fuseHint(allowOther bool) string {
 		return ""
 	}
 	if unix.Access("/dev/fuse", unix.R_OK|unix.W_OK) != nil {
-		return fmt.Sprintf("/dev/fuse is not open to this user (uid %d): as root, run chmod 0666 /dev/fuse, or add the user to the group that owns it", os.Getuid())
+		return devFuseHint("/dev/fuse", os.Getuid())
 	}
 	bin, err := fusermount()
 	if err != nil {

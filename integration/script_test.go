@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dshfs/dshfs/internal/testfuse"
@@ -26,7 +27,10 @@ import (
 // even if the script fails. Besides testscript's own commands, scripts have:
 //
 //	exits N PROG [ARGS...]  run PROG; fail unless it exits with status N
-//	devfuse MODE            chmod /dev/fuse (restored when the script ends)
+//	fusedev UID:GID MODE    a mount namespace whose /dev/fuse is a node of the
+//	                        script's own ($FUSENS: nsenter --mount --target)
+//	flockdir DIR | -u       this process takes (-u: lets go) a flock on DIR,
+//	                        as a daemon holds one on its backing directory
 //	[fusermount]            a setuid fusermount3 is installed (in CI: must be)
 //	[user_allow_other]      /etc/fuse.conf lets users mount with allow_other
 //
@@ -34,6 +38,7 @@ import (
 // $WORK/quickstart.sh holds the README's quick start, as written.
 func TestScripts(t *testing.T) {
 	testfuse.Require(t)
+	devFuseUnchanged(t)
 	quickstart, err := readmeQuickstart("../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +51,8 @@ func TestScripts(t *testing.T) {
 		WorkdirRoot:   traversableTempDir(t),
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"exits":     exitsCmd,
-			"devfuse":   devfuseCmd,
+			"fusedev":   fusedevCmd,
+			"flockdir":  flockdirCmd,
 			"jsonfield": jsonfieldCmd,
 		},
 		Condition: scriptCondition,
@@ -156,21 +162,36 @@ func exitsCmd(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-func devfuseCmd(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: devfuse MODE")
+// flockdirCmd takes an exclusive flock on a directory in the test's own
+// process, as a dshfs daemon does on its backing directory, until
+// `flockdir -u` or the script's end.
+func flockdirCmd(ts *testscript.TestScript, neg bool, args []string) {
+	held, _ := flocksHeld.LoadOrStore(ts, new(int))
+	fd := held.(*int)
+	switch {
+	case neg || len(args) != 1:
+		ts.Fatalf("usage: flockdir DIR | flockdir -u")
+	case args[0] == "-u" && *fd > 0:
+		ts.Check(unix.Close(*fd))
+		*fd = 0
+	case args[0] != "-u" && *fd == 0:
+		var err error
+		*fd, err = unix.Open(ts.MkAbs(args[0]), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		ts.Check(err)
+		ts.Defer(func() {
+			if *fd > 0 {
+				unix.Close(*fd)
+			}
+			flocksHeld.Delete(ts)
+		})
+		ts.Check(unix.Flock(*fd, unix.LOCK_EX|unix.LOCK_NB))
+	default:
+		ts.Fatalf("flockdir: one directory at a time")
 	}
-	mode, err := strconv.ParseUint(args[0], 8, 32)
-	ts.Check(err)
-	fi, err := os.Stat("/dev/fuse")
-	ts.Check(err)
-	if ts.Getenv("DEVFUSE_MODE") == "" { // the first change: restore this mode at the end
-		orig := fi.Mode().Perm()
-		ts.Setenv("DEVFUSE_MODE", fmt.Sprintf("%o", orig))
-		ts.Defer(func() { os.Chmod("/dev/fuse", orig) })
-	}
-	ts.Check(os.Chmod("/dev/fuse", os.FileMode(mode)))
 }
+
+// flocksHeld is the descriptor each script's flockdir holds (0: none).
+var flocksHeld sync.Map
 
 // scriptCondition answers [fusermount]: a normal user mounts through a
 // setuid fusermount3 (Debian's fuse3, which .ci/run installs). In CI its

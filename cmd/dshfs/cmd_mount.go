@@ -48,7 +48,9 @@ func mountCommand() *cli.Command {
 }
 
 // runMount checks the flags, the backing directory and the mount point,
-// then serves the mount here (--foreground) or in a detached daemon.
+// then serves the mount here (--foreground) or in a detached daemon. A
+// backing directory the user's dshfs versions already is refused before
+// anything is made; a mount that fails removes the mount point it made.
 func runMount(o mountOptions, backing, mountpoint string) error {
 	if o.MaxImageBytes <= 0 || o.RetainBytes <= 0 || o.RetainAge <= 0 || o.ForgetActors <= 0 || o.CacheTimeout < 0 || o.MaxWatches <= 0 {
 		return cli.Exit("--max-image-bytes, --retain-bytes, --retain-age, --forget-actors-after and --max-watches must be positive", exitUsage)
@@ -57,33 +59,52 @@ func runMount(o mountOptions, backing, mountpoint string) error {
 	if o.Backing, err = daemon.BackingDir(backing); err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
-	o.MountPoint, err = prepareMountPoint(o.Backing, mountpoint, o.NonEmpty)
+	if err := daemon.CheckBacking(o.Backing); err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	mp, err := prepareMountPoint(o.Backing, mountpoint, o.NonEmpty)
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
+	o.MountPoint, o.ReplacedDeadMount = mp.Path, mp.Replaced
 	o.Version = buildVersion()
 	if o.Foreground {
-		return serve(o.Config, nil)
+		sayMade(mp)
+		err = serve(o.Config, nil)
+	} else {
+		err = startDaemon(o.Config, mp)
 	}
-	return startDaemon(o.Config)
+	if err != nil {
+		mp.Unmake()
+	}
+	return err
 }
 
-// prepareMountPoint is daemon.PrepareMountPoint, saying when it made the
-// mount point.
-func prepareMountPoint(backing, mountpoint string, nonempty bool) (string, error) {
-	mnt, made, err := daemon.PrepareMountPoint(backing, mountpoint, nonempty)
-	if made != "" {
-		fmt.Printf("dshfs: made the mount point %s\n", quote.Name(made))
+// prepareMountPoint is daemon.PrepareMountPoint, saying when it replaced a
+// dead mount.
+func prepareMountPoint(backing, mountpoint string, nonempty bool) (daemon.MountPoint, error) {
+	mp, err := daemon.PrepareMountPoint(backing, mountpoint, nonempty)
+	if mp.Replaced {
+		fmt.Printf("dshfs: replaced the dead mount at %s (its daemon had exited without unmounting)\n", quote.Name(mp.Path))
 	}
-	return mnt, err
+	return mp, err
+}
+
+// sayMade says that the mount point was made, once the mount stands on it
+// (or, in the foreground, is about to).
+func sayMade(mp daemon.MountPoint) {
+	if len(mp.Made) > 0 {
+		fmt.Printf("dshfs: made the mount point %s\n", quote.Name(mp.Made[0]))
+	}
 }
 
 // startDaemon starts the daemon detached, and says where it runs.
-func startDaemon(cfg daemon.Config) error {
+func startDaemon(cfg daemon.Config, mp daemon.MountPoint) error {
 	d, err := daemon.Start(cfg, detachedArgs)
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
+	sayMade(mp)
 	fmt.Printf("dshfs: mounted %s at %s (pid %d, log %s)\n", quote.Name(cfg.Backing), quote.Name(cfg.MountPoint), d.Pid, quote.Name(d.Log))
 	return nil
 }
