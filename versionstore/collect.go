@@ -29,9 +29,12 @@ import (
 // so from before its first read until its last drop the collection watches
 // for the versions recorded (revivals) and drops none of them.
 
-// collectBatch is the most objects a collection drops in one transaction:
-// about 5 ms of a commit's time.
-const collectBatch = 1024
+// collectBatch is the most objects a collection drops in one transaction.
+// A batch of 256 costs the commits that share or wait for its transaction
+// about 5 ms; one of 1,024 about 15 ms (its pages: the entries' keys are
+// hashes, spread over the whole bucket), with the collection itself twice
+// as fast (BENCHMARKS.md, "collection").
+const collectBatch = 256
 
 // scanChunk is the most objects a read-only transaction of the collection
 // reads: a long reader holds up a commit that must grow the index's file.
