@@ -110,7 +110,9 @@ func (cs *connSet) answered(c *countedConn) bool {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cs.calls.done()
-	cs.conns[c] = false
+	if _, open := cs.conns[c]; open {
+		cs.conns[c] = false
+	}
 	return cs.draining
 }
 
@@ -196,4 +198,11 @@ func ignoreClosed(err error) error {
 		return nil
 	}
 	return err
+}
+
+// busy reports whether work is under way.
+func (t *tracker) busy() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n > 0
 }
