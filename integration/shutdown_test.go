@@ -72,7 +72,7 @@ func shellStream(mnt string, dev uint64, count *atomic.Int64) (acked map[string]
 			return acked, path
 		}
 		var st unix.Stat_t
-		if unix.Fstat(int(f.Fd()), &st) != nil || st.Dev != dev {
+		if unix.Fstat(int(f.Fd()), &st) != nil || uint64(st.Dev) != dev {
 			f.Close()
 			os.Remove(path)
 			return acked, ""
@@ -127,7 +127,7 @@ func TestShutdownDrains(t *testing.T) {
 	if err := unix.Stat(mnt, &st); err != nil {
 		t.Fatal(err)
 	}
-	go func() { defer wg.Done(); shellAcked, shellPending = shellStream(mnt, st.Dev, &shell) }()
+	go func() { defer wg.Done(); shellAcked, shellPending = shellStream(mnt, uint64(st.Dev), &shell) }()
 	if !testfuse.WaitFor(time.Minute, func() bool { return tools.Load() >= 100 && shell.Load() >= 50 }) {
 		t.Fatalf("the streams did not get going: %d tool edits, %d shell writes", tools.Load(), shell.Load())
 	}
