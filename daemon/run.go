@@ -27,6 +27,9 @@ type mount struct {
 	store  *versionstore.Store
 	fsys   *fusefs.FS
 	socket string
+	// drain stops serving the socket once the calls under way are over
+	// (serve); it may be called more than once.
+	drain func()
 }
 
 // Run mounts cfg.Backing at cfg.MountPoint, serves its tools, and returns
@@ -126,7 +129,8 @@ func catchSignals() chan os.Signal {
 }
 
 // start opens the store, mounts it and serves its tools; the returned
-// function stops the baseline and the serving and closes the store.
+// function drains the serving, stops the baseline and closes the store
+// (which commits the mount's last versions and stops collection).
 func (m *mount) start(umask os.FileMode) (func(), error) {
 	store, err := m.openStore(umask)
 	if err != nil {
@@ -137,14 +141,13 @@ func (m *mount) start(umask os.FileMode) (func(), error) {
 		store.Close()
 		return nil, err
 	}
-	stopServing, err := m.serve()
-	if err != nil {
+	if m.drain, err = m.serve(); err != nil {
 		m.fsys.Unmount()
 		store.Close()
 		return nil, err
 	}
 	stopBaseline := startBaseline(store, m.cfg.Baseline, m.log)
-	return func() { stopBaseline(); stopServing(); store.Close() }, nil
+	return func() { m.drain(); stopBaseline(); store.Close() }, nil
 }
 
 func (m *mount) openStore(umask os.FileMode) (*versionstore.Store, error) {
@@ -174,13 +177,16 @@ func (m *mount) mountFS() error {
 }
 
 // wait returns once the mount is gone: unmounted on a signal, or from
-// outside.
+// outside. On a signal the socket is drained first: a tool call under way
+// finishes with the mount still there (its publish invalidates the
+// mount's caches), and the unmount then waits for the shell's requests.
 func (m *mount) wait(sig <-chan os.Signal) error {
 	done := make(chan struct{})
 	go func() { m.fsys.Wait(); close(done) }()
 	select {
 	case s := <-sig:
 		m.log.Info("unmounting", "signal", s.String())
+		m.drain()
 		if err := m.fsys.Unmount(); err != nil {
 			// For `dshfs unmount`, which waits for this process to end.
 			writeNew(filepath.Join(m.cfg.StateDir, unmountErrorFile), err.Error()+"\n")

@@ -3,7 +3,9 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/dshfs/dshfs/fusefs"
@@ -15,9 +17,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// drainTimeout bounds how long a stopping daemon waits for the calls under
+// way and the MCP sessions' calls before it cancels them.
+const drainTimeout = 10 * time.Second
+
 // serve serves the tools of the mounted workspace on the socket in its
 // state directory (the mount's root names it: see registry.go). The
-// returned function stops serving.
+// returned function stops serving: it stops accepting, lets the calls
+// under way finish (drainTimeout), and returns once they are over.
 func (m *mount) serve() (func(), error) {
 	svc, pol, err := Tools(m.store, m.cfg.NoPolicy, toolapi.Config{MountPoint: m.cfg.MountPoint, MaxImageBytes: m.cfg.MaxImageBytes})
 	if err != nil {
@@ -38,9 +45,16 @@ func (m *mount) serve() (func(), error) {
 	if pol != nil {
 		stopForgetting = forgetIdleActors(pol, m.cfg.ForgetActors, m.log)
 	}
+	var once sync.Once
 	return func() {
-		stopForgetting()
-		l.Close()
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+			defer cancel()
+			if err := srv.Shutdown(ctx); err != nil {
+				m.log.Warn("calls cut off at unmount", "err", err, "after", drainTimeout)
+			}
+			stopForgetting()
+		})
 	}, nil
 }
 
@@ -107,7 +121,8 @@ func mcpSessions(svc *toolapi.Service, version string, names *actorNames) func(c
 		if s.NameActor {
 			actor = mcptools.NamedActor(names.name)
 		}
-		server := mcptools.NewServer(svc.ToolsIn(s.Cwd), mcptools.FromService(svc, actor, s.Cwd), mcptools.Options{
+		calls := &sessionCalls{}
+		server := mcptools.NewServer(svc.ToolsIn(s.Cwd), calls.wrap(mcptools.FromService(svc, actor, s.Cwd)), mcptools.Options{
 			Version:    version,
 			Structured: s.StructuredContent,
 			OnInitialized: func(p *mcp.InitializeParams) {
@@ -123,9 +138,51 @@ func mcpSessions(svc *toolapi.Service, version string, names *actorNames) func(c
 		}
 		stop := context.AfterFunc(ctx, func() { ss.Close() })
 		defer stop()
-		ss.Wait() // the client closed its end, or ctx ended the session
+		ended := make(chan struct{})
+		defer close(ended)
+		go func() {
+			select {
+			case <-s.Stop: // the daemon is stopping: finish the calls under way, then end
+				calls.finish()
+				ss.Close()
+			case <-ended:
+			}
+		}()
+		ss.Wait() // the client closed its end, or the daemon ended the session
 		return nil
 	}
+}
+
+// errStopping answers an MCP call that arrives as the daemon stops.
+var errStopping = errors.New("the dshfs daemon is stopping; the call was not run")
+
+// sessionCalls are an MCP session's tool calls under way; finish refuses
+// new ones and waits for those.
+type sessionCalls struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (c *sessionCalls) wrap(call mcptools.CallFunc) mcptools.CallFunc {
+	return func(ctx context.Context, tool string, args json.RawMessage) (mcptools.Outcome, error) {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return mcptools.Outcome{}, errStopping
+		}
+		c.wg.Add(1)
+		c.mu.Unlock()
+		defer c.wg.Done()
+		return call(ctx, tool, args)
+	}
+}
+
+func (c *sessionCalls) finish() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.wg.Wait()
 }
 
 // actorSummary counts the actors and names the most recently active.

@@ -96,7 +96,12 @@ func (s *Server) admit(c net.Conn, hand *handoff) {
 		s.refuse(c)
 		return
 	}
-	go s.serveConn(&countedConn{Conn: c, s: s}, hand, time.Now())
+	cc := &countedConn{Conn: c, s: s}
+	if !s.conns.add(cc) {
+		cc.Close() // the server is stopping
+		return
+	}
+	go s.serveConn(cc, hand, time.Now())
 }
 
 // refuse answers c 503 and closes it. It runs in the accept loop, so that a
@@ -129,6 +134,7 @@ type countedConn struct {
 func (c *countedConn) Close() error {
 	err := c.Conn.Close()
 	if c.closed.CompareAndSwap(false, true) {
+		c.s.conns.remove(c)
 		c.s.open.Add(-1)
 		select {
 		case c.s.freed <- struct{}{}: // a descriptor is free: a failing Accept may retry now

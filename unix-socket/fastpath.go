@@ -3,7 +3,6 @@ package unixsocket
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -246,6 +245,7 @@ func (s *Server) serveConn(c *countedConn, hand *handoff, accepted time.Time) {
 			return
 		case handOff:
 			r.dr.clear()
+			s.conns.remove(c) // net/http's now, drained by its Shutdown
 			hand.give(&prefixConn{Conn: c, r: io.MultiReader(bytes.NewReader(r.replay()), conn)})
 			return
 		case tooLarge:
@@ -253,12 +253,17 @@ func (s *Server) serveConn(c *countedConn, hand *handoff, accepted time.Time) {
 			c.Close()
 			return
 		}
+		if !s.conns.busy(c) {
+			c.Close() // the server is stopping: the request is not run
+			return
+		}
 		code, answer := s.fastCall(r.h.route, r.h.value, r.body)
 		if cap(r.body) > maxKeptBody {
 			s.releaseLarge(cap(r.body))
 			r.body = nil // a large write's buffer is not kept while the connection idles
 		}
-		if err := s.answer(conn, &writing, code, answer, r.h.close); err != nil || r.h.close {
+		err := s.answer(conn, &writing, code, answer, r.h.close)
+		if stopping := s.conns.answered(c); err != nil || r.h.close || stopping {
 			c.Close()
 			return
 		}
@@ -274,7 +279,7 @@ func (s *Server) fastCall(fr *fastRoute, value string, body []byte) (code int, a
 			code, answer = http.StatusInternalServerError, errorJSON("internal error")
 		}
 	}()
-	return fr.answer(context.Background(), value, body)
+	return fr.answer(s.callCtx, value, body)
 }
 
 // answer writes one response, head and body in one writev, and returns

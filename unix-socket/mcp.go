@@ -55,6 +55,10 @@ type MCPSession struct {
 	// session's actor on to `dshfs mcp`, for it to resume the session
 	// should the daemon go away.
 	Initialized func(params json.RawMessage, actor string)
+	// Stop is closed when the daemon begins to stop: the session takes no
+	// more calls, finishes those under way and ends. Its context is done
+	// only once the drain's bound has passed (Server.Shutdown).
+	Stop <-chan struct{}
 }
 
 // MCPEvent is one line of the control channel.
@@ -98,6 +102,10 @@ func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess.MCPRequest, sess.Pid = req, peerPid(uc)
+	if !s.sessions.begin() {
+		closeSession(conn, sess) // the server is stopping
+		return
+	}
 	s.count("mcp")
 	go s.serveMCP(conn, sess)
 }
@@ -184,6 +192,7 @@ func pollable(fd int, name string) *os.File {
 // serveMCP runs one handed-over session and reports on its control
 // channel how it ended.
 func (s *Server) serveMCP(conn net.Conn, sess MCPSession) {
+	defer s.sessions.done()
 	defer conn.Close()
 	var mu sync.Mutex
 	send := func(e MCPEvent) {
@@ -194,7 +203,8 @@ func (s *Server) serveMCP(conn net.Conn, sess MCPSession) {
 		conn.Write(append(b, '\n'))
 	}
 	sess.Initialized = func(p json.RawMessage, actor string) { send(MCPEvent{Initialized: p, Actor: actor}) }
-	ctx, cancel := context.WithCancel(s.ctx)
+	sess.Stop = s.ctx.Done()
+	ctx, cancel := context.WithCancel(s.callCtx)
 	defer cancel()
 	err := s.cfg.MCP(ctx, sess)
 	sess.In.Close()
@@ -277,4 +287,15 @@ func upgradeMCP(uc *net.UnixConn, req MCPRequest, in, out *os.File) (*MCPControl
 	}
 	uc.SetDeadline(time.Time{})
 	return &MCPControl{conn: uc, r: cc.r}, nil
+}
+
+// closeSession hands a session back to `dshfs mcp` unserved: the daemon is
+// stopping.
+func closeSession(conn net.Conn, sess MCPSession) {
+	sess.In.Close()
+	sess.Out.Close()
+	b, _ := json.Marshal(MCPEvent{Stopping: true})
+	conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	conn.Write(append(b, '\n'))
+	conn.Close()
 }

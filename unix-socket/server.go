@@ -45,7 +45,8 @@ type Config struct {
 	// CallTimeout bounds one tool call (default 5 minutes).
 	CallTimeout time.Duration
 	// MCP serves a session `dshfs mcp` handed over (POST /v1/mcp) until
-	// it ends or ctx is done (nil: the route answers 404).
+	// it ends, its Stop channel is closed and its calls are over, or ctx
+	// is done (nil: the route answers 404).
 	MCP func(ctx context.Context, s MCPSession) error
 	// RegisterProcess records that a process, and everything it starts,
 	// acts for an actor: their writes through the mount are the actor's
@@ -66,16 +67,23 @@ type Config struct {
 type Server struct {
 	cfg          Config
 	start        time.Time
-	ctx          context.Context // done when Serve returns: sessions end
+	ctx          context.Context // done when Serve returns or Shutdown begins: sessions end
 	stop         context.CancelFunc
+	callCtx      context.Context // the calls' own: cancelled when Shutdown cuts them off
+	cancelCalls  context.CancelFunc
 	mux          *http.ServeMux
 	routes       []route       // the route table
 	fast         []*fastRoute  // its fast routes
 	writeTimeout time.Duration // bounds writing an answer (streamed ones clear it)
 	timeouts                   // reading requests, on the fast path and net/http alike
 
-	mu  sync.Mutex
-	ops map[string]*atomic.Int64
+	mu       sync.Mutex
+	ops      map[string]*atomic.Int64
+	listener net.Listener // Serve's, and its net/http server (for Shutdown)
+	hs       *http.Server
+
+	conns    connSet // the fast path's connections (drain.go)
+	sessions tracker // MCP sessions being served
 
 	open  atomic.Int64  // connections accepted and not yet closed
 	freed chan struct{} // a connection closed (see accept.go)
@@ -105,6 +113,7 @@ func NewServer(cfg Config) *Server {
 		writeTimeout: cfg.CallTimeout + time.Minute, freed: make(chan struct{}, 1),
 		timeouts: timeouts{idle: 2 * time.Minute, head: 10 * time.Second, read: 2 * time.Minute}}
 	s.ctx, s.stop = context.WithCancel(context.Background())
+	s.callCtx, s.cancelCalls = context.WithCancel(context.Background())
 	s.routes = s.routeTable()
 	for _, r := range s.routes {
 		h := r.handler
@@ -174,6 +183,9 @@ func (s *Server) Handler() http.Handler {
 // stops it (accept.go).
 func (s *Server) Serve(l net.Listener) error {
 	hs := s.httpServer()
+	s.mu.Lock()
+	s.listener, s.hs = l, hs
+	s.mu.Unlock()
 	// Connections are read by the fast path first (fastpath.go); the ones
 	// it gives up are served by hs.
 	hand := newHandoff(l.Addr())

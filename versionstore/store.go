@@ -315,14 +315,17 @@ func (s *Store) Root() string { return s.rootPath }
 // Locks is the per-file lock table, shared with the FUSE layer.
 func (s *Store) Locks() *Locks { return &s.locks }
 
-// Close marks the index clean, makes it durable and closes it.
+// Close stops the sync loop and collection, commits the mount's last batch,
+// settles the tool writes, marks the index clean and closes it. Its caller
+// has stopped the calls into the store first.
 func (s *Store) Close() error {
 	s.closeMu.Do(func() {
 		close(s.stopSync)
 		s.syncDone.Wait()
+		// No collection runs on, nor starts for the commits below.
+		s.retain.close()
 		s.flushPending()
 		s.logErr("settle tool writes", "", s.settleWhere(everything, true))
-		s.retain.wait()
 		err := errors.Join(markClean(s.db), s.db.Close(), s.root.Close(), s.rootDir.Close())
 		if err != nil {
 			s.closeErr = fmt.Errorf("close index: %w", err)

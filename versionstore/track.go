@@ -54,6 +54,7 @@ type change struct {
 // file the index did not know journals the change with its prior version
 // unknown.
 func (s *Store) record(tx *bolt.Tx, key string, c change) error {
+	s.retain.revived.note(c.version) // a running collection keeps its bytes
 	r, found, err := getRecord(tx, key)
 	if err != nil {
 		return err
