@@ -192,6 +192,12 @@ func (c *Client) Checkpoint(ctx context.Context, name string, progress func(Prog
 	return out, c.stream(ctx, "/v1/checkpoints", CheckpointRequest{Name: name}, progress, &out)
 }
 
+// RemoveCheckpoint deletes the checkpoint called name.
+func (c *Client) RemoveCheckpoint(ctx context.Context, name string) error {
+	var out CheckpointRequest
+	return c.do(ctx, http.MethodDelete, "/v1/checkpoints/"+url.PathEscape(name), nil, &out)
+}
+
 // Checkpoints lists the checkpoints, oldest first.
 func (c *Client) Checkpoints(ctx context.Context) ([]Checkpoint, error) {
 	var out []Checkpoint

@@ -227,6 +227,17 @@ func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, cp)
 }
 
+// removeCheckpoint answers DELETE /v1/checkpoints/{name}.
+func (s *Server) removeCheckpoint(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := s.cfg.Store.RemoveCheckpoint(name); err != nil {
+		writeError(w, errorStatus(err), err.Error())
+		return
+	}
+	s.count("remove_checkpoint")
+	writeJSON(w, http.StatusOK, CheckpointRequest{Name: name})
+}
+
 func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {
 	var req RewindRequest
 	if !s.decode(w, r, &req) {

@@ -63,6 +63,9 @@ func (s *Store) record(tx *bolt.Tx, key string, c change) error {
 	}
 	if !found || r.Version != c.version {
 		e := HistoryEntry{Version: c.version, Size: c.size, Time: c.at.UTC(), Writer: c.writer, Deleted: c.version.IsZero(), Owner: c.fp.owner()}
+		if !found && !c.created && c.writer.Kind == WriterExternal {
+			e.Writer = Baseline // a first sighting: the file as dshfs found it
+		}
 		if err := appendHistory(tx, key, &r, e, s.historyLimit); err != nil {
 			return err
 		}
@@ -395,8 +398,10 @@ func swapRoot(k, a, b string) (string, bool) {
 }
 
 // History returns the versions of key, newest first, each marked with
-// whether its bytes are kept.
+// whether its bytes are kept. The file is looked at first (look), so a
+// change made behind the store's back is its newest version.
 func (s *Store) History(key string) ([]HistoryEntry, error) {
+	s.look(key)
 	s.flushPending()
 	var out []HistoryEntry
 	err := s.db.View(func(tx *bolt.Tx) (err error) {

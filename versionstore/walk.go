@@ -220,6 +220,25 @@ func (s *Store) syncPath(key string, st *SyncStats) {
 	}
 }
 
+// look brings key's index entry up to date with its file before a person
+// is told about it, as git status looks at a file before it answers: one
+// whose fingerprint is unchanged and settled costs an lstat; one changed
+// behind the store's back is read, recorded and its bytes kept (within the
+// retention budget); one gone is a deletion.
+func (s *Store) look(key string) {
+	var r record
+	s.db.View(func(tx *bolt.Tx) error {
+		r, _, _ = getRecord(tx, key)
+		return nil
+	})
+	var st SyncStats
+	if fi, err := s.lstatKey(key); err == nil && fi.Mode().IsRegular() {
+		s.syncKnown(key, r, &st)
+	} else if !r.Version.IsZero() {
+		s.syncPath(key, &st)
+	}
+}
+
 // indexedFiles is every index entry, by key.
 func (s *Store) indexedFiles() (map[string]record, error) {
 	out := map[string]record{}

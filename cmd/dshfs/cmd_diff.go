@@ -25,7 +25,7 @@ func diffCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if since != "" {
-				return runSessionDiff(c, since, absPaths(c.Args().Slice()))
+				return runSessionDiff(c, since, cliPaths(c, c.Args().Slice()))
 			}
 			if c.NArg() < 1 || c.NArg() > 3 {
 				return cli.Exit("diff takes PATH and up to two versions, or --since CHECKPOINT and paths", exitUsage)
@@ -47,7 +47,7 @@ func runDiff(c *cli.Context, path, v1, v2 string) error {
 
 // runSessionDiff prints one diff of the workspace's changes since since.
 func runSessionDiff(c *cli.Context, since string, paths []string) error {
-	client, err := clientFor(c, first(paths))
+	client, err := clientForPaths(c, paths)
 	if err != nil {
 		return err
 	}
