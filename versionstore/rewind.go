@@ -380,6 +380,9 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 			res.Actions = append(res.Actions, a)
 		}
 	}
+	if !o.DryRun {
+		s.removeNewDirs(cp, first, removedFiles(res.Actions))
+	}
 	for _, key := range s.owedUnplanned(first, o) {
 		v := s.indexVersion(key)
 		res.Actions = append(res.Actions, RewindAction{Path: key, Op: "restore", From: v, To: v, Err: ErrBeingWritten, InGit: inGit(key)})
