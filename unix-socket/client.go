@@ -152,6 +152,12 @@ func sessionValues(q toolapi.SessionQuery) url.Values {
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
+	for _, p := range q.Exclude {
+		v.Add("exclude", p)
+	}
+	if q.Git {
+		v.Set("git", "1")
+	}
 	return v
 }
 
