@@ -31,12 +31,20 @@ type FileVersion struct {
 	Version versionstore.Version `json:"version"`
 }
 
-// History returns the versions of path, newest first.
+// History returns the versions of path, newest first. The file is looked
+// at first (versionstore's Look), so a change made behind dshfs's back is
+// its newest version, as it is for show, diff and restore.
 func (s *Service) History(cwd, path string) ([]versionstore.HistoryEntry, error) {
 	t, err := s.Resolve(cwd, path)
 	if err != nil {
 		return nil, err
 	}
+	return s.history(t)
+}
+
+// history is the versions of t, once the file has been looked at.
+func (s *Service) history(t versionstore.Target) ([]versionstore.HistoryEntry, error) {
+	s.store.Look(t.Key)
 	return s.store.History(t.Key)
 }
 
@@ -89,7 +97,7 @@ func (s *Service) diffVersions(cwd, path, from, to string) (t versionstore.Targe
 	if t, err = s.Resolve(cwd, path); err != nil {
 		return t, a, b, err
 	}
-	h, err := s.store.History(t.Key)
+	h, err := s.history(t)
 	if err != nil {
 		return t, a, b, err
 	}
@@ -154,7 +162,7 @@ func (s *Service) fileVersion(cwd, path, version string) (versionstore.Target, v
 	if err != nil {
 		return t, versionstore.Version{}, err
 	}
-	h, err := s.store.History(t.Key)
+	h, err := s.history(t)
 	if err != nil {
 		return t, versionstore.Version{}, err
 	}

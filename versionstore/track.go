@@ -398,10 +398,9 @@ func swapRoot(k, a, b string) (string, bool) {
 }
 
 // History returns the versions of key, newest first, each marked with
-// whether its bytes are kept. The file is looked at first (look), so a
-// change made behind the store's back is its newest version.
+// whether its bytes are kept. It reads the index only: Look first brings
+// key's entry up to date with its file.
 func (s *Store) History(key string) ([]HistoryEntry, error) {
-	s.look(key)
 	s.flushPending()
 	var out []HistoryEntry
 	err := s.db.View(func(tx *bolt.Tx) (err error) {

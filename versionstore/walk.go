@@ -220,12 +220,12 @@ func (s *Store) syncPath(key string, st *SyncStats) {
 	}
 }
 
-// look brings key's index entry up to date with its file before a person
+// Look brings key's index entry up to date with its file before a person
 // is told about it, as git status looks at a file before it answers: one
 // whose fingerprint is unchanged and settled costs an lstat; one changed
 // behind the store's back is read, recorded and its bytes kept (within the
 // retention budget); one gone is a deletion.
-func (s *Store) look(key string) {
+func (s *Store) Look(key string) {
 	var r record
 	s.db.View(func(tx *bolt.Tx) error {
 		r, _, _ = getRecord(tx, key)
