@@ -52,7 +52,7 @@ func TestRestorePreexistingAndCorruptObject(t *testing.T) {
 		t.Fatalf("show by prefix: %q", got)
 	}
 	log := run(0, "log", path)
-	if !strings.Contains(log, "kept") || !strings.Contains(log, "external") {
+	if !strings.Contains(log, "kept") || !strings.Contains(log, "baseline") {
 		t.Fatalf("log:\n%s", log)
 	}
 	if out := run(0, "restore", path, short); !strings.HasPrefix(out, "restored "+path+" to "+v.Short()) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +30,13 @@ type SessionQuery struct {
 	Cwd   string
 	// Limit bounds the number of log entries (0: no bound).
 	Limit int
+	// Exclude leaves out of a session diff the paths a pattern matches
+	// (versionstore.Excluded, as a rewind takes them).
+	Exclude []string
+	// Git puts a git repository's own files (.git/) in a session diff:
+	// left out unless asked for, they are binary or an index git rewrites,
+	// and no patch could apply them.
+	Git bool
 }
 
 // ErrBadSince is wrapped by errors for a Since that names no checkpoint and
@@ -103,7 +112,7 @@ func (s *Service) SessionDiff(ctx context.Context, w io.Writer, q SessionQuery, 
 	if err != nil {
 		return err
 	}
-	changes := pairRenames(changed)
+	changes := leaveOut(pairRenames(changed), q)
 	cw := newCutWriter(w, maxBytes)
 	for i, fc := range changes {
 		if err := s.fileDiff(ctx, cw, fc); err != nil {
@@ -140,23 +149,43 @@ func pairRenames(changed []versionstore.FileChange) []versionstore.FileChange {
 	return kept
 }
 
-// fileDiff writes one file's change. Its headers quote a path as git does
-// (cquote.Name): the agent names the files, and a newline in a name would
-// forge a header.
+// leaveOut drops the changes q excludes, and git's own files unless q asks
+// for them; a rename is left out if either of its paths is.
+func leaveOut(changes []versionstore.FileChange, q SessionQuery) []versionstore.FileChange {
+	patterns := q.Exclude
+	if !q.Git {
+		patterns = append(slices.Clip(patterns), ".git")
+	}
+	kept := changes[:0]
+	for _, fc := range changes {
+		if !versionstore.Excluded(fc.Path, patterns) && (fc.From == "" || !versionstore.Excluded(fc.From, patterns)) {
+			kept = append(kept, fc)
+		}
+	}
+	return kept
+}
+
+// fileDiff writes one file's change, with the headers git writes (diff
+// --git, new and deleted file modes, renames), so that git apply and patch
+// -p1 take the diff. Its headers quote a path as git does (cquote.Name):
+// the agent names the files, and a newline in a name would forge a header.
 func (s *Service) fileDiff(ctx context.Context, w io.Writer, fc versionstore.FileChange) error {
 	oldPath := fc.Path
 	if fc.From != "" {
 		oldPath = fc.From
 	}
 	var head strings.Builder
-	fmt.Fprintf(&head, "diff --dshfs %s %s\n", cquote.Name("a/"+oldPath), cquote.Name("b/"+fc.Path))
+	fmt.Fprintf(&head, "diff --git %s %s\n", cquote.Name("a/"+oldPath), cquote.Name("b/"+fc.Path))
 	switch {
-	case fc.From != "":
-		fmt.Fprintf(&head, "rename from %s\nrename to %s\n", cquote.Name(fc.From), cquote.Name(fc.Path))
 	case fc.Before.IsZero() && !fc.BeforeUnknown:
-		head.WriteString("new file\n")
+		fmt.Fprintf(&head, "new file mode %s\n", gitMode(fc.AfterPerm))
 	case fc.After.IsZero():
-		head.WriteString("deleted file\n")
+		fmt.Fprintf(&head, "deleted file mode %s\n", gitMode(fc.BeforePerm))
+	case fc.BeforePerm != 0 && fc.AfterPerm != 0 && gitMode(fc.BeforePerm) != gitMode(fc.AfterPerm):
+		fmt.Fprintf(&head, "old mode %s\nnew mode %s\n", gitMode(fc.BeforePerm), gitMode(fc.AfterPerm))
+	}
+	if fc.From != "" {
+		fmt.Fprintf(&head, "rename from %s\nrename to %s\n", cquote.Name(fc.From), cquote.Name(fc.Path))
 	}
 	if fc.BeforeUnknown {
 		_, err := io.WriteString(w, head.String()+"its bytes before are unknown: it changed before dshfs had seen it\n")
@@ -178,6 +207,15 @@ func (s *Service) fileDiff(ctx context.Context, w io.Writer, fc versionstore.Fil
 		}
 		return writeUnified(w, aName, bName, a, b)
 	})
+}
+
+// gitMode is the mode git records for a file with permission bits perm:
+// executable or not (an unknown mode is a plain file's).
+func gitMode(perm fs.FileMode) string {
+	if perm&0o111 != 0 {
+		return "100755"
+	}
+	return "100644"
 }
 
 // side is one side of a diff: the bytes of v under name (quoted), /dev/null

@@ -113,12 +113,12 @@ func TestSessionDiffQuotesNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `diff --dshfs "a/bin\033[2K" "b/bin\033[2K"
+	want := `diff --git "a/bin\033[2K" "b/bin\033[2K"
 Binary files "a/bin\033[2K" and "b/bin\033[2K" differ
-diff --dshfs "a/tab\tname" "b/esc\033[2K"
+diff --git "a/tab\tname" "b/esc\033[2K"
 rename from "tab\tname"
 rename to "esc\033[2K"
-diff --dshfs "a/x\ny.txt" "b/x\ny.txt"
+diff --git "a/x\ny.txt" "b/x\ny.txt"
 --- "a/x\ny.txt"
 +++ "b/x\ny.txt"
 @@ -1 +1 @@

@@ -31,23 +31,30 @@ type FileVersion struct {
 	Version versionstore.Version `json:"version"`
 }
 
-// History returns the versions of path, newest first.
+// History returns the versions of path, newest first. The file is looked
+// at first (versionstore's Look), so a change made behind dshfs's back is
+// its newest version, as it is for show, diff and restore.
 func (s *Service) History(cwd, path string) ([]versionstore.HistoryEntry, error) {
 	t, err := s.Resolve(cwd, path)
 	if err != nil {
 		return nil, err
 	}
-	return s.history(t)
+	return s.history(t, "list the versions of")
 }
 
-// history is t's versions. The store fails to list them only when the
-// index cannot be read, which is said as the other store failures are,
-// naming the file.
-func (s *Service) history(t versionstore.Target) ([]versionstore.HistoryEntry, error) {
+// history is t's versions, once the file has been looked at for verb. The
+// store fails only when the index cannot be read, which is said as the
+// other store failures are, naming the file: the file's entry for verb, its
+// history as the versions it could not list.
+func (s *Service) history(t versionstore.Target, verb string) ([]versionstore.HistoryEntry, error) {
+	const r = versionstore.ReasonIndexRead
+	if err := s.store.Look(t.Key); err != nil {
+		return nil, describe(verb, &versionstore.Error{Code: r.Code(), Reason: r, Op: verb, Path: t.Display, Err: err})
+	}
 	h, err := s.store.History(t.Key)
 	if err != nil {
-		const r = versionstore.ReasonIndexRead
-		return nil, describe("list the versions of", &versionstore.Error{Code: r.Code(), Reason: r, Op: "list the versions of", Path: t.Display, Err: err})
+		const op = "list the versions of"
+		return nil, describe(op, &versionstore.Error{Code: r.Code(), Reason: r, Op: op, Path: t.Display, Err: err})
 	}
 	return h, nil
 }
@@ -55,7 +62,7 @@ func (s *Service) history(t versionstore.Target) ([]versionstore.HistoryEntry, e
 // Show returns the bytes of path at version, which is a full version
 // (b3:…), or a prefix of the hex of one in the path's history.
 func (s *Service) Show(cwd, path, version string) ([]byte, FileVersion, error) {
-	t, v, err := s.fileVersion(cwd, path, version)
+	t, v, err := s.fileVersion(cwd, path, version, "show")
 	if err != nil {
 		return nil, FileVersion{}, err
 	}
@@ -101,7 +108,7 @@ func (s *Service) diffVersions(cwd, path, from, to string) (t versionstore.Targe
 	if t, err = s.Resolve(cwd, path); err != nil {
 		return t, a, b, err
 	}
-	h, err := s.history(t)
+	h, err := s.history(t, "diff")
 	if err != nil {
 		return t, a, b, err
 	}
@@ -135,7 +142,7 @@ func (s *Service) Restore(ctx context.Context, cwd, path, version, actor string)
 	if err := CheckActor(actor); err != nil {
 		return versionstore.RestoreResult{}, FileVersion{}, err
 	}
-	t, v, err := s.fileVersion(cwd, path, version)
+	t, v, err := s.fileVersion(cwd, path, version, "restore")
 	if err != nil {
 		return versionstore.RestoreResult{}, FileVersion{}, err
 	}
@@ -161,12 +168,12 @@ func latestChange(h []versionstore.HistoryEntry) (from, to versionstore.Version,
 	return from, to, false
 }
 
-func (s *Service) fileVersion(cwd, path, version string) (versionstore.Target, versionstore.Version, error) {
+func (s *Service) fileVersion(cwd, path, version, verb string) (versionstore.Target, versionstore.Version, error) {
 	t, err := s.Resolve(cwd, path)
 	if err != nil {
 		return t, versionstore.Version{}, err
 	}
-	h, err := s.history(t)
+	h, err := s.history(t, verb)
 	if err != nil {
 		return t, versionstore.Version{}, err
 	}

@@ -152,6 +152,12 @@ func sessionValues(q toolapi.SessionQuery) url.Values {
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
+	for _, p := range q.Exclude {
+		v.Add("exclude", p)
+	}
+	if q.Git {
+		v.Set("git", "1")
+	}
 	return v
 }
 
@@ -190,6 +196,12 @@ func (c *Client) Restore(ctx context.Context, req RestoreRequest) (Restored, err
 func (c *Client) Checkpoint(ctx context.Context, name string, progress func(Progress)) (Checkpoint, error) {
 	var out Checkpoint
 	return out, c.stream(ctx, "/v1/checkpoints", CheckpointRequest{Name: name}, progress, &out)
+}
+
+// RemoveCheckpoint deletes the checkpoint called name.
+func (c *Client) RemoveCheckpoint(ctx context.Context, name string) error {
+	var out CheckpointRequest
+	return c.do(ctx, http.MethodDelete, "/v1/checkpoints/"+url.PathEscape(name), nil, &out)
 }
 
 // Checkpoints lists the checkpoints, oldest first.

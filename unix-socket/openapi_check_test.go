@@ -270,6 +270,7 @@ var notProduced = map[string]string{
 	"GET /v1/log 500":                       "the index cannot be read",
 	"GET /v1/checkpoints 500":               "the index cannot be read",
 	"POST /v1/checkpoints 500":              "a handler panic",
+	"DELETE /v1/checkpoints/{name} 500":     "the index cannot be written",
 	"POST /v1/gc 500":                       "a handler panic (a failed collection is an error line)",
 	"GET /v1/history 500":                   "a handler panic",
 	"GET /v1/openapi.json 500":              "a handler panic",

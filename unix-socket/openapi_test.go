@@ -250,6 +250,9 @@ func (c *conformance) checkpoints() {
 	c.send(exchange{method: "POST", target: "/v1/checkpoints", body: `{"name":"streamed"}`, code: 200,
 		header: map[string]string{"Accept": "application/x-ndjson"}}, nil)
 	c.get("/v1/checkpoints", 200)
+	c.post("/v1/checkpoints", `{"name":"gone"}`, 200)
+	c.send(exchange{method: "DELETE", target: "/v1/checkpoints/gone", code: 200}, nil)
+	c.send(exchange{method: "DELETE", target: "/v1/checkpoints/gone", code: 404}, nil)
 }
 
 // rewind to "before": a dry run, then one with a conflict, then its undo.

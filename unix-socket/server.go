@@ -151,6 +151,7 @@ func (s *Server) routeTable() []route {
 		{pattern: "POST /v1/actors/{actor}/processes", handler: s.registerProcess},
 		{pattern: "GET /v1/checkpoints", handler: s.needStore(s.checkpoints)},
 		{pattern: "POST /v1/checkpoints", handler: s.needStore(s.checkpoint)},
+		{pattern: "DELETE /v1/checkpoints/{name}", handler: s.needStore(s.removeCheckpoint)},
 		{pattern: "GET /v1/diff", handler: s.diff},
 		{pattern: "POST /v1/gc", handler: s.needStore(s.gc)},
 		{pattern: "GET /v1/history", handler: s.history},

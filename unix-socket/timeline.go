@@ -156,10 +156,12 @@ func (d *diffWriter) Write(p []byte) (int, error) {
 	return d.w.Write(p)
 }
 
-// sessionQuery reads ?since=, ?path= (repeated), ?cwd= and ?limit=.
+// sessionQuery reads ?since=, ?path= (repeated), ?cwd=, ?limit=, ?exclude=
+// (repeated) and ?git=1.
 func sessionQuery(q url.Values) toolapi.SessionQuery {
 	limit, _ := strconv.Atoi(q.Get("limit"))
-	return toolapi.SessionQuery{Since: q.Get("since"), Paths: q["path"], Cwd: q.Get("cwd"), Limit: max(limit, 0)}
+	return toolapi.SessionQuery{Since: q.Get("since"), Paths: q["path"], Cwd: q.Get("cwd"), Limit: max(limit, 0),
+		Exclude: q["exclude"], Git: q.Get("git") == "1"}
 }
 
 // log answers GET /v1/log: the workspace's changes, newest first.
@@ -225,6 +227,21 @@ func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	s.count("checkpoint")
 	writeJSON(w, http.StatusOK, cp)
+}
+
+// removeCheckpoint answers DELETE /v1/checkpoints/{name}.
+func (s *Server) removeCheckpoint(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	switch err := s.cfg.Store.RemoveCheckpoint(name); {
+	case errors.Is(err, versionstore.ErrNoCheckpoint):
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	s.count("remove_checkpoint")
+	writeJSON(w, http.StatusOK, CheckpointRequest{Name: name})
 }
 
 func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {

@@ -57,6 +57,10 @@ const (
 	WriterTool     WriterKind = "tool"
 	WriterMount    WriterKind = "mount"
 	WriterExternal WriterKind = "external"
+	// WriterBaseline names the content a file had when dshfs first saw it:
+	// most often what was there before the mount. Entries of an earlier
+	// dshfs call a first sighting "external".
+	WriterBaseline WriterKind = "baseline"
 )
 
 // Writer identifies who wrote a version: a tool actor, a process writing
@@ -74,6 +78,9 @@ func ToolWriter(actor string) Writer { return Writer{Kind: WriterTool, Actor: ac
 
 // External is the writer of changes made behind the store's back.
 var External = Writer{Kind: WriterExternal}
+
+// Baseline is the writer of a file's first version, found already there.
+var Baseline = Writer{Kind: WriterBaseline}
 
 // Owner is who owned a file while it had a version, and its permission
 // bits: a restore or rewind gives the bytes back to them, never to whoever

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,4 +35,14 @@ func openDir(root int, dir string, create bool, mode uint32) (int, error) {
 		}
 	}
 	return walkDir(root, dir, create, mode)
+}
+
+// bornAt is the birth time of name in the directory dirfd, not following a
+// symlink; ok is false when the filesystem keeps none.
+func bornAt(dirfd int, name string) (born time.Time, ok bool) {
+	var stx unix.Statx_t
+	if err := unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &stx); err != nil || stx.Mask&unix.STATX_BTIME == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(stx.Btime.Sec, int64(stx.Btime.Nsec)), true
 }

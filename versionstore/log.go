@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"sort"
 	"strings"
 	"time"
@@ -113,6 +114,10 @@ type FileChange struct {
 	// file renamed away went.
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
+	// BeforePerm and AfterPerm are the file's permission bits before and
+	// after, where known (zero: not known), for a diff's modes.
+	BeforePerm fs.FileMode `json:"before_perm,omitempty"`
+	AfterPerm  fs.FileMode `json:"after_perm,omitempty"`
 }
 
 // Changed sums up, path by path in path order, the changes q selects (its
@@ -131,12 +136,18 @@ func (s *Store) Changed(q ChangeQuery) ([]FileChange, error) {
 		fc := byPath[e.Path]
 		if fc == nil {
 			fc = &FileChange{Path: e.Path, Before: e.Prev, BeforeUnknown: e.PrevUnknown, From: e.From}
+			if e.PrevOwner != nil {
+				fc.BeforePerm = e.PrevOwner.Perm
+			}
 			byPath[e.Path] = fc
 			order = append(order, e.Path)
 		}
 		fc.After, fc.To = e.Version, e.To
 	}
 	sort.Strings(order)
+	if err := s.lastPerms(byPath); err != nil {
+		return nil, err
+	}
 	var out []FileChange
 	for _, p := range order {
 		if fc := byPath[p]; fc.Before != fc.After || fc.BeforeUnknown {
@@ -144,4 +155,24 @@ func (s *Store) Changed(q ChangeQuery) ([]FileChange, error) {
 		}
 	}
 	return out, nil
+}
+
+// lastPerms fills in each change's AfterPerm, and its BeforePerm where the
+// journal had none, from the permission bits the index last saw the file
+// with (kept after a deletion).
+func (s *Store) lastPerms(byPath map[string]*FileChange) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		for key, fc := range byPath {
+			r, found, err := getRecord(tx, key)
+			if err != nil || !found {
+				continue
+			}
+			if !fc.After.IsZero() {
+				fc.AfterPerm = r.Perm
+			} else if fc.BeforePerm == 0 {
+				fc.BeforePerm = r.Perm
+			}
+		}
+		return nil
+	})
 }

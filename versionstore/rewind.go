@@ -166,6 +166,19 @@ func (s *Store) findCheckpoint(name string) (Checkpoint, error) {
 	return cp, err
 }
 
+// RemoveCheckpoint deletes the checkpoint called name (ErrNoCheckpoint if
+// there is none). Nothing else changes: the versions it pinned stay in the
+// history, and their bytes until a collection finds nothing else needs them.
+func (s *Store) RemoveCheckpoint(name string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketCheckpoints)
+		if b.Get([]byte(name)) == nil {
+			return fmt.Errorf("checkpoint %q: %w", name, ErrNoCheckpoint)
+		}
+		return b.Delete([]byte(name))
+	})
+}
+
 // RestoreResult says what a restore replaced.
 type RestoreResult struct {
 	From Version `json:"from"` // zero: there was no file
@@ -371,6 +384,9 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 			a.InGit = inGit(key)
 			res.Actions = append(res.Actions, a)
 		}
+	}
+	if !o.DryRun {
+		s.removeNewDirs(cp, first, removedFiles(res.Actions))
 	}
 	for _, key := range s.owedUnplanned(first, o) {
 		res.Actions = append(res.Actions, s.unplanned(key, ErrBeingWritten))

@@ -100,7 +100,7 @@ func TestEveryVersionKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h) != 3 || h[2].Version != orig || h[2].Writer.Kind != WriterExternal || h[1].Writer != shell {
+	if len(h) != 3 || h[2].Version != orig || h[2].Writer.Kind != WriterBaseline || h[1].Writer != shell {
 		t.Fatalf("history %+v", h)
 	}
 	for _, e := range h {

@@ -64,6 +64,9 @@ func (s *Store) record(tx *bolt.Tx, key string, c change) error {
 	}
 	if !found || r.Version != c.version {
 		e := HistoryEntry{Version: c.version, Size: c.size, Time: c.at.UTC(), Writer: c.writer, Deleted: c.version.IsZero(), Owner: c.fp.owner()}
+		if !found && !c.created && c.writer.Kind == WriterExternal {
+			e.Writer = Baseline // a first sighting: the file as dshfs found it
+		}
 		if err := appendHistory(tx, key, &r, e, s.historyLimit); err != nil {
 			return err
 		}
@@ -417,7 +420,8 @@ func swapRoot(k, a, b string) (string, bool) {
 }
 
 // History returns the versions of key, newest first, each marked with
-// whether its bytes are kept.
+// whether its bytes are kept. It reads the index only: Look first brings
+// key's entry up to date with its file.
 func (s *Store) History(key string) ([]HistoryEntry, error) {
 	s.flushPending()
 	var out []HistoryEntry

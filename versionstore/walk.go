@@ -228,6 +228,30 @@ func (s *Store) syncPath(key string, st *SyncStats) {
 	}
 }
 
+// Look brings key's index entry up to date with its file before a person
+// is told about it, as git status looks at a file before it answers: one
+// whose fingerprint is unchanged and settled costs an lstat; one changed
+// behind the store's back is read, recorded and its bytes kept (within the
+// retention budget); one gone is a deletion. Its error is the index's,
+// when key's entry cannot be read.
+func (s *Store) Look(key string) error {
+	var r record
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		r, _, err = getRecord(tx, key)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	var st SyncStats
+	if fi, err := s.lstatKey(key); err == nil && fi.Mode().IsRegular() {
+		s.syncKnown(key, r, &st)
+	} else if !r.Version.IsZero() {
+		s.syncPath(key, &st)
+	}
+	return nil
+}
+
 // indexedFiles is every index entry, by key.
 func (s *Store) indexedFiles() (map[string]record, error) {
 	out := map[string]record{}

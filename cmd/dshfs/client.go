@@ -7,10 +7,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/dshfs/dshfs/daemon"
+	"github.com/dshfs/dshfs/internal/quote"
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/urfave/cli/v2"
 )
@@ -26,11 +29,37 @@ var mountFlag = &cli.StringFlag{Name: "mount", Usage: "the mount point", Default
 // (with neither) of the mount holding the working directory or the
 // caller's only one; its client talks only to that daemon.
 func clientFor(c *cli.Context, path string) (*unixsocket.Client, error) {
-	d, err := locate(c.Context, daemon.Query{Mount: mountArg(c.String("mount")), Path: path})
+	return clientForPaths(c, []string{path})
+}
+
+// clientForPaths is clientFor for the first of paths; every one of them
+// must be in that mount (a usage error otherwise, said in the CLI's words
+// rather than answered with a tool's read error).
+func clientForPaths(c *cli.Context, paths []string) (*unixsocket.Client, error) {
+	d, err := locate(c.Context, daemon.Query{Mount: mountArg(c.String("mount")), Path: first(paths)})
 	if err != nil {
 		return nil, err
 	}
+	for _, p := range paths {
+		if p != "" && !d.Holds(p) {
+			return nil, cli.Exit(fmt.Sprintf("%s is not in the mount at %s; give a path inside it", quote.Name(p), quote.Name(d.MountPoint)), exitUsage)
+		}
+	}
 	return d.Client, nil
+}
+
+// cliPaths makes the command line's paths absolute (absPath), in place: a
+// relative one is taken from --mount when it is given, as git -C takes it,
+// else from the working directory.
+func cliPaths(c *cli.Context, paths []string) []string {
+	m := c.String("mount")
+	for i, p := range paths {
+		if m != "" && !filepath.IsAbs(p) {
+			p = filepath.Join(mountArg(m), p)
+		}
+		paths[i] = absPath(p)
+	}
+	return paths
 }
 
 // mountArg is the real path of --mount's argument ("" if none).
@@ -48,7 +77,7 @@ func fileClient(c *cli.Context, path string, versions ...string) (*unixsocket.Cl
 	if err := checkVersions(versions...); err != nil {
 		return nil, "", err
 	}
-	path = absPath(path)
+	path = cliPaths(c, []string{path})[0]
 	client, err := clientFor(c, path)
 	return client, path, err
 }
@@ -136,14 +165,6 @@ func workingDir() string {
 	return absDir(wd)
 }
 
-// absPaths makes each of paths absolute (absPath), in place.
-func absPaths(paths []string) []string {
-	for i := range paths {
-		paths[i] = absPath(paths[i])
-	}
-	return paths
-}
-
 // first is the first of s, or "".
 func first(s []string) string {
 	if len(s) == 0 {
@@ -160,4 +181,16 @@ func absDir(dir string) string {
 		}
 	}
 	return absPath(dir)
+}
+
+// actorOrUser is the --actor given, or else the name of the user running
+// the command: a restore or rewind names who made it in the history.
+func actorOrUser(actor string) string {
+	if actor != "" {
+		return actor
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "uid " + strconv.Itoa(os.Getuid())
 }

@@ -9,6 +9,8 @@ import (
 
 func diffCommand() *cli.Command {
 	var since string
+	var exclude cli.StringSlice
+	var git bool
 	return &cli.Command{
 		Name:      "diff",
 		Usage:     "show, as a unified diff, how a file changed between two versions, or everything changed since a checkpoint",
@@ -19,13 +21,18 @@ func diffCommand() *cli.Command {
 			"With --since (a checkpoint's name, a time or a duration), one diff of every file changed since —\n" +
 			"edits, creations, deletions, renames, writes straight into the backing directory — in path order,\n" +
 			"paths relative to the workspace (a/ before, b/ after); paths limit it. Binary files and files\n" +
-			"whose bytes are not kept are named, not shown.",
+			"whose bytes are not kept are named, not shown. The headers are git's: git apply and patch -p1 take\n" +
+			"the diff (-R undoes the session). git's own files (.git/) are left out unless --git; --exclude\n" +
+			"leaves out what a pattern matches, as rewind takes it.",
 		Flags: []cli.Flag{mountFlag,
 			&cli.StringFlag{Name: "since", Usage: "diff the workspace's changes since a checkpoint, a time or a duration ago", Destination: &since},
+			&cli.StringSliceFlag{Name: "exclude", Usage: "with --since, leave out what this pattern matches (repeatable)", Destination: &exclude},
+			&cli.BoolFlag{Name: "git", Usage: "with --since, include git's own files (.git/)", Destination: &git},
 		},
 		Action: func(c *cli.Context) error {
 			if since != "" {
-				return runSessionDiff(c, since, absPaths(c.Args().Slice()))
+				q := toolapi.SessionQuery{Since: since, Exclude: exclude.Value(), Git: git}
+				return runSessionDiff(c, q, cliPaths(c, c.Args().Slice()))
 			}
 			if c.NArg() < 1 || c.NArg() > 3 {
 				return cli.Exit("diff takes PATH and up to two versions, or --since CHECKPOINT and paths", exitUsage)
@@ -45,13 +52,14 @@ func runDiff(c *cli.Context, path, v1, v2 string) error {
 	return printDiff(client.Diff(c.Context, "", path, v1, v2))
 }
 
-// runSessionDiff prints one diff of the workspace's changes since since.
-func runSessionDiff(c *cli.Context, since string, paths []string) error {
-	client, err := clientFor(c, first(paths))
+// runSessionDiff prints one diff of the workspace's changes q selects.
+func runSessionDiff(c *cli.Context, q toolapi.SessionQuery, paths []string) error {
+	client, err := clientForPaths(c, paths)
 	if err != nil {
 		return err
 	}
-	return printDiff(client.SessionDiff(c.Context, toolapi.SessionQuery{Since: since, Paths: paths}))
+	q.Paths = paths
+	return printDiff(client.SessionDiff(c.Context, q))
 }
 
 func printDiff(d string, err error) error {

@@ -23,6 +23,8 @@ type logOptions struct {
 	Limit int
 	All   bool
 	JSON  bool
+	// Writer keeps the entries of one actor, or of one kind of writer.
+	Writer string
 }
 
 // defaultLogLimit is how many changes or versions log shows unless told:
@@ -42,15 +44,18 @@ func logCommand() *cli.Command {
 			"bytes are kept (and why not).\n\n" +
 			"--since takes a checkpoint's name, a time (2006-01-02 15:04, or RFC 3339) or a duration (30m).\n" +
 			"The newest 50 are shown, and a last line says how many more there are: --limit sets how many,\n" +
-			"--all (or --limit 0) shows every one.",
+			"--all (or --limit 0) shows every one. --writer keeps the entries of one actor (a tool's, a\n" +
+			"registered shell's, a restore's) or one kind of writer: tool, mount, external (straight into the\n" +
+			"backing directory), baseline (the content a file had when dshfs first saw it) or restore.",
 		Flags: []cli.Flag{mountFlag,
 			&cli.StringFlag{Name: "since", Usage: "only changes since a checkpoint, a time or a duration ago", Destination: &o.Since},
 			&cli.IntFlag{Name: "limit", Usage: "at most this many changes or versions, newest first (0: all)", Value: defaultLogLimit, Destination: &o.Limit},
 			&cli.BoolFlag{Name: "all", Usage: "every change or version, however many", Destination: &o.All},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &o.JSON},
+			&cli.StringFlag{Name: "writer", Usage: "only the entries of one actor, or one kind of writer (tool, mount, external, baseline, restore)", Destination: &o.Writer},
 		},
 		Action: func(c *cli.Context) error {
-			o.Paths = absPaths(c.Args().Slice())
+			o.Paths = cliPaths(c, c.Args().Slice())
 			return runLog(c, o)
 		},
 	}
@@ -59,12 +64,12 @@ func logCommand() *cli.Command {
 // runLog prints one file's versions (one path, no --since), or else the
 // workspace's changes.
 func runLog(c *cli.Context, o logOptions) error {
-	client, err := clientFor(c, first(o.Paths))
+	client, err := clientForPaths(c, o.Paths)
 	if err != nil {
 		return err
 	}
 	if len(o.Paths) == 1 && o.Since == "" {
-		return runHistory(c.Context, client, o.Paths[0], o.JSON, o.limit())
+		return runHistory(c.Context, client, o.Paths[0], o)
 	}
 	return runChanges(c.Context, client, o)
 }
@@ -81,13 +86,16 @@ func (o logOptions) limit() int {
 func runChanges(ctx context.Context, client *unixsocket.Client, o logOptions) error {
 	limit := o.limit()
 	q := toolapi.SessionQuery{Since: o.Since, Paths: o.Paths, Limit: limit}
-	if limit > 0 {
+	if o.Writer != "" {
+		q.Limit = 0 // filtered here: the limit counts what is kept
+	} else if limit > 0 {
 		q.Limit++ // one more tells whether there are more
 	}
 	changes, err := client.Log(ctx, q)
 	if err != nil {
 		return daemonError(err)
 	}
+	changes = keepWriter(changes, o.Writer, func(c unixsocket.Change) versionstore.Writer { return c.Writer })
 	more := limit > 0 && len(changes) > limit
 	if more {
 		changes = changes[:limit]
@@ -143,11 +151,13 @@ func printChanges(w io.Writer, changes []unixsocket.Change) {
 }
 
 // runHistory prints one file's newest versions, limit of them (0: all).
-func runHistory(ctx context.Context, client *unixsocket.Client, path string, asJSON bool, limit int) error {
+func runHistory(ctx context.Context, client *unixsocket.Client, path string, o logOptions) error {
+	asJSON, limit := o.JSON, o.limit()
 	h, err := client.History(ctx, "", path)
 	if err != nil {
 		return daemonError(err)
 	}
+	h = keepWriter(h, o.Writer, func(e unixsocket.HistoryEntry) versionstore.Writer { return e.Writer })
 	if older := len(h) - limit; limit > 0 && older > 0 {
 		h = h[:limit]
 		defer sayCut(asJSON, fmt.Sprintf("… %d older versions not shown; --all shows them", older))
@@ -160,6 +170,21 @@ func runHistory(ctx context.Context, client *unixsocket.Client, path string, asJ
 		return nil
 	}
 	return printHistory(os.Stdout, h)
+}
+
+// keepWriter keeps the entries written by sel, an actor or a kind of
+// writer (all of them if sel is empty).
+func keepWriter[E any](entries []E, sel string, writer func(E) versionstore.Writer) []E {
+	if sel == "" {
+		return entries
+	}
+	var out []E
+	for _, e := range entries {
+		if w := writer(e); w.Actor == sel || string(w.Kind) == sel {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // printHistory is a file's versions as a table.

@@ -17,7 +17,7 @@ func restoreCommand() *cli.Command {
 		ArgsUsage: "PATH VERSION",
 		Description: "A guarded write: refused while a process is writing the file through the mount. The bytes the\n" +
 			"file had are kept, so `dshfs restore PATH <the version it had>` undoes it.",
-		Flags: []cli.Flag{mountFlag, &cli.StringFlag{Name: "actor", Usage: "who restores, for the history", Destination: &actor}},
+		Flags: []cli.Flag{mountFlag, &cli.StringFlag{Name: "actor", Usage: "who restores, for the history", DefaultText: "your user name", Destination: &actor}},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
 				return cli.Exit("restore takes PATH and VERSION", exitUsage)
@@ -33,7 +33,7 @@ func runRestore(c *cli.Context, path, version, actor string) error {
 	if err != nil {
 		return err
 	}
-	res, err := client.Restore(c.Context, unixsocket.RestoreRequest{Path: path, Version: version, Actor: actor})
+	res, err := client.Restore(c.Context, unixsocket.RestoreRequest{Path: path, Version: version, Actor: actorOrUser(actor)})
 	if err != nil {
 		return daemonError(err)
 	}

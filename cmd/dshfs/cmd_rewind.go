@@ -36,13 +36,13 @@ func rewindCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "say what would change, change nothing", Destination: &o.DryRun},
 			&cli.StringSliceFlag{Name: "exclude", Usage: "leave out what this pattern matches (repeatable)", Destination: &o.Exclude},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &o.JSON},
-			&cli.StringFlag{Name: "actor", Usage: "who rewinds, for the history", Destination: &o.Actor},
+			&cli.StringFlag{Name: "actor", Usage: "who rewinds, for the history", DefaultText: "your user name", Destination: &o.Actor},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
 				return cli.Exit("rewind takes a checkpoint name (dshfs checkpoints lists them) and paths", exitUsage)
 			}
-			return runRewind(c, o, c.Args().First(), absPaths(c.Args().Tail()))
+			return runRewind(c, o, c.Args().First(), cliPaths(c, c.Args().Tail()))
 		},
 	}
 }
@@ -50,13 +50,13 @@ func rewindCommand() *cli.Command {
 // runRewind rewinds paths (none: the whole workspace) to checkpoint, and
 // says what it did; a conflict is exit status 1.
 func runRewind(c *cli.Context, o rewindOptions, checkpoint string, paths []string) error {
-	client, err := clientFor(c, first(paths))
+	client, err := clientForPaths(c, paths)
 	if err != nil {
 		return err
 	}
 	bar := newProgressBar(os.Stderr, "rewind")
 	res, err := client.Rewind(c.Context, unixsocket.RewindRequest{Checkpoint: checkpoint, DryRun: o.DryRun,
-		Actor: o.Actor, Paths: paths, Exclude: o.Exclude.Value()}, bar.update)
+		Actor: actorOrUser(o.Actor), Paths: paths, Exclude: o.Exclude.Value()}, bar.update)
 	bar.done()
 	if err != nil {
 		return daemonError(err)
