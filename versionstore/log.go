@@ -38,10 +38,31 @@ type Change struct {
 	// why not.
 	Kept    bool   `json:"kept,omitempty"`
 	NotKept string `json:"not_kept,omitempty"`
+	// Via is the temporary path a rename-save wrote the bytes through
+	// (logfold.go).
+	Via string `json:"via,omitempty"`
 }
 
-// Changes returns the changes q selects, newest first.
+// Changes returns the changes q selects, newest first, with the steps of a
+// replacement folded into one change (logfold.go).
 func (s *Store) Changes(q ChangeQuery) ([]Change, error) {
+	limit := q.Limit
+	if limit > 0 {
+		q.Limit = 4*limit + 8 // room for the steps folded away
+	}
+	out, err := s.changes(q)
+	if err != nil {
+		return nil, err
+	}
+	out = foldSteps(out)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// changes is the journal entries q selects, newest first, as they are.
+func (s *Store) changes(q ChangeQuery) ([]Change, error) {
 	s.flushPending()
 	var out []Change
 	err := s.db.View(func(tx *bolt.Tx) error {

@@ -140,6 +140,8 @@ func printChanges(w io.Writer, changes []unixsocket.Change) {
 			path += " (from " + quote.Name(c.From) + ")"
 		case c.To != "":
 			path += " (to " + quote.Name(c.To) + ")"
+		case c.Via != "":
+			path += " (saved via " + quote.Name(c.Via) + ")"
 		}
 		v := describeVersion(c.Version)
 		if c.NotKept != "" {
