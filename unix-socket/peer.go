@@ -31,9 +31,7 @@ var ErrWrongPeer = errors.New("not the expected daemon")
 // NewClientFor returns a client for the daemon listening at socket that
 // sends nothing on a connection before checking that it reached peer.
 func NewClientFor(socket string, peer Peer) *Client {
-	c := NewClient(socket)
-	c.calls.peer, c.other.peer = &peer, &peer
-	return c
+	return &Client{Socket: socket, peer: &peer}
 }
 
 // sameUser reports whether the peer runs as this process's user, or as
@@ -69,6 +67,11 @@ func dialPeer(ctx context.Context, socket string, peer *Peer) (net.Conn, error) 
 		return nil, err
 	}
 	return c, nil
+}
+
+func dial(ctx context.Context, socket string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", socket)
 }
 
 // ownsSocket checks that socket is a socket file of p's user: a user who
@@ -108,9 +111,6 @@ func (p *Peer) answers(c net.Conn) error {
 
 // unixConnOf is the Unix socket under c, as the server wraps it.
 func unixConnOf(c net.Conn) (*net.UnixConn, bool) {
-	if pc, ok := c.(*prefixConn); ok {
-		c = pc.Conn
-	}
 	if cc, ok := c.(*countedConn); ok {
 		c = cc.Conn // the caller keeps closing the wrapper: the cap counts it
 	}
