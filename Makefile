@@ -54,9 +54,6 @@ fuzz:
 	$(GO) test ./versionstore -run '^$$' -fuzz '^FuzzApplyLiteralEdit$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./toolapi -run '^$$' -fuzz '^FuzzWindow$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./toolapi -run '^$$' -fuzz '^FuzzDecodeArgs$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzDecodeToolResult$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzAppendString$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./unix-socket -run '^$$' -fuzz '^FuzzReadHead$$' -fuzztime $(FUZZTIME)
 
 # Benchmarks: compare against baselines measured in the same run (see BENCHMARKS.md).
 bench:
