@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // Who is at the other end of the socket, for both ends. The daemon serves
@@ -139,4 +141,55 @@ func peerUIDOf(ctx context.Context) uint32 {
 		return uid
 	}
 	return uint32(os.Getuid())
+}
+
+// Listen creates the socket at path: its directory 0700, the socket 0600.
+// An existing socket file is replaced only after a dial proves nobody
+// listens on it; anything else at path is an error. Connections from
+// another user are refused where the platform says who the peer is.
+func Listen(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	if err := os.Chmod(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: another dshfs is serving this socket", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return &peerListener{Listener: l}, nil
+}
+
+// peerListener drops connections from other users.
+type peerListener struct{ net.Listener }
+
+func (l *peerListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if uc, ok := c.(*net.UnixConn); ok && !sameUser(uc) {
+			c.Close()
+			continue
+		}
+		return c, nil
+	}
 }

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -54,10 +52,11 @@ type Config struct {
 	// unless it is root; where the platform does not say, the daemon's.
 	RegisterProcess func(actor string, pid int, peerUID uint32) error
 	// MaxConns caps the connections open at once (default
-	// DefaultMaxConns): one more is answered 503 and closed at once, so
-	// that no number of clients can run the daemon out of descriptors.
-	// Each holds a descriptor and a 16 KiB buffer; a connection left idle
-	// is closed after two minutes, a silent new one after ten seconds.
+	// DefaultMaxConns): one more is answered 503 and closed (accept.go),
+	// so that no number of clients can run the daemon out of descriptors.
+	// Each holds a descriptor and net/http's buffers (8 KiB); a connection
+	// left idle is closed after two minutes, a silent new one after ten
+	// seconds.
 	MaxConns int
 	Logger   *slog.Logger
 }
@@ -354,55 +353,4 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, ErrorBody{Error: msg})
-}
-
-// Listen creates the socket at path: its directory 0700, the socket 0600.
-// An existing socket file is replaced only after a dial proves nobody
-// listens on it; anything else at path is an error. Connections from
-// another user are refused where the platform says who the peer is.
-func Listen(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("socket directory: %w", err)
-	}
-	if err := os.Chmod(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("socket directory: %w", err)
-	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s exists and is not a socket", path)
-		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("%s: another dshfs is serving this socket", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove stale socket: %w", err)
-		}
-	}
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
-		return nil, err
-	}
-	return &peerListener{Listener: l}, nil
-}
-
-// peerListener drops connections from other users.
-type peerListener struct{ net.Listener }
-
-func (l *peerListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if uc, ok := c.(*net.UnixConn); ok && !sameUser(uc) {
-			c.Close()
-			continue
-		}
-		return c, nil
-	}
 }
