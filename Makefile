@@ -54,7 +54,6 @@ lint: tools
 # -fuzz with a pattern that matches no target passes silently, so every
 # target is looked up with -list first and one that is missing fails.
 FUZZ_TARGETS := ./toolapi:FuzzApplyLiteralEdit ./toolapi:FuzzWindow ./toolapi:FuzzDecodeArgs \
-                ./unix-socket:FuzzDecodeToolResult ./unix-socket:FuzzAppendString ./unix-socket:FuzzReadHead \
                 ./internal/quote:FuzzName
 
 fuzz:

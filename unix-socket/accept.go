@@ -1,8 +1,11 @@
 package unixsocket
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -20,21 +23,28 @@ import (
 // Connections are capped (Config.MaxConns) below the descriptor limit the
 // daemon raises at start, so clients alone cannot exhaust it.
 
-// acceptLoop serves the connections of l until l is closed, then stops
-// hand.
-func (s *Server) acceptLoop(l net.Listener, hand *handoff) {
-	var ab acceptBackoff
+// admitListener is the listener net/http serves: it accepts from the
+// socket's, retrying every failure but a closed listener, and admits each
+// connection or refuses it (the cap).
+type admitListener struct {
+	net.Listener
+	s  *Server
+	ab acceptBackoff // Accept is called by one goroutine at a time (http.Server's)
+}
+
+func (l *admitListener) Accept() (net.Conn, error) {
 	for {
-		c, err := l.Accept()
+		c, err := l.Listener.Accept()
 		switch {
 		case errors.Is(err, net.ErrClosed):
-			hand.stop(err)
-			return
+			return nil, err
 		case err != nil:
-			ab.failed(s, err)
+			l.ab.failed(l.s, err)
 		default:
-			ab.succeeded(s)
-			s.admit(c, hand)
+			l.ab.succeeded(l.s)
+			if c := l.s.admit(c); c != nil {
+				return c, nil
+			}
 		}
 	}
 }
@@ -88,39 +98,68 @@ func (ab *acceptBackoff) succeeded(s *Server) {
 	ab.delay = 0
 }
 
-// admit serves c, counted among the open connections until it is closed,
-// or refuses it if MaxConns are open.
-func (s *Server) admit(c net.Conn, hand *handoff) {
+// admit counts c among the open connections until it is closed, or
+// refuses it (nil) if MaxConns are open.
+func (s *Server) admit(c net.Conn) net.Conn {
 	if s.open.Add(1) > int64(s.cfg.MaxConns) {
 		s.open.Add(-1)
 		s.refuse(c)
-		return
+		return nil
 	}
-	cc := &countedConn{Conn: c, s: s}
-	if !s.conns.add(cc) {
-		cc.Close() // the server is stopping
-		return
-	}
-	go s.serveConn(cc, hand, time.Now())
+	return &countedConn{Conn: c, s: s}
 }
 
-// refuse answers c 503 and closes it. It runs in the accept loop, so that a
-// flood of connections costs no goroutine each: the answer fits the new
-// connection's empty buffer, and its write cannot block. The client may
-// be writing its request meanwhile: a socket closed with bytes unread
-// still delivers what was written to it first. Refusals are logged at
-// most once a minute.
+// refuse answers c 503 and closes it, in a goroutine of its own, at most
+// maxRefusing at a time: past that, connections are closed without an
+// answer, so that a flood costs little. The answer follows the request's
+// first bytes (or a moment's silence): an HTTP client takes an answer that
+// comes before its request as a fault of the connection. Then, as net/http
+// does with a request it will not read, the write side is shut and what
+// the client still sends is read and dropped until it closes, or for
+// refuseGrace: a Unix socket closed with bytes unread fails the client's
+// next write (EPIPE), which it may see before the answer. Refusals are
+// logged at most once a minute.
 func (s *Server) refuse(c net.Conn) {
-	body := errorJSON(fmt.Sprintf("too many connections: %d are open, the most this daemon serves", s.cfg.MaxConns))
-	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	bufs := net.Buffers{appendAnswerHead(nil, http.StatusServiceUnavailable, len(body), true), body}
-	bufs.WriteTo(c)
-	c.Close()
 	s.refused++
 	if time.Since(s.refusedLogged) >= time.Minute {
 		s.cfg.Logger.Warn("socket: connections over the cap refused", "max_connections", s.cfg.MaxConns, "refused", s.refused)
 		s.refused, s.refusedLogged = 0, time.Now()
 	}
+	if s.refusing.Add(1) > maxRefusing {
+		s.refusing.Add(-1)
+		c.Close()
+		return
+	}
+	go func() {
+		defer s.refusing.Add(-1)
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(refuseGrace))
+		var b [4 << 10]byte
+		c.Read(b[:])
+		body := errorJSON(fmt.Sprintf("too many connections: %d are open, the most this daemon serves", s.cfg.MaxConns))
+		resp := &http.Response{StatusCode: http.StatusServiceUnavailable, ProtoMajor: 1, ProtoMinor: 1, Close: true,
+			Header: http.Header{"Content-Type": {"application/json"}}, ContentLength: int64(len(body)),
+			Body: io.NopCloser(bytes.NewReader(body))}
+		c.SetDeadline(time.Now().Add(refuseGrace))
+		if resp.Write(c) != nil {
+			return
+		}
+		if cw, ok := c.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		io.Copy(io.Discard, c)
+	}()
+}
+
+const (
+	refuseGrace = 200 * time.Millisecond // each wait of a refusal: for the request, the answer's write, the drain
+	maxRefusing = 64                     // refusals answered at once
+)
+
+// errorJSON is the body writeError sends.
+func errorJSON(msg string) []byte {
+	b, _ := json.Marshal(ErrorBody{Error: msg})
+	return append(b, '\n')
 }
 
 // countedConn is an accepted connection, counted until it is closed
@@ -131,10 +170,19 @@ type countedConn struct {
 	closed atomic.Bool
 }
 
+// CloseWrite shuts the write side, which net/http does before closing a
+// connection whose request it did not read in full, so that the client
+// reads the answer before its write fails.
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 func (c *countedConn) Close() error {
 	err := c.Conn.Close()
 	if c.closed.CompareAndSwap(false, true) {
-		c.s.conns.remove(c)
 		c.s.open.Add(-1)
 		select {
 		case c.s.freed <- struct{}{}: // a descriptor is free: a failing Accept may retry now

@@ -1,7 +1,6 @@
 package unixsocket
 
 import (
-	"bufio"
 	"io"
 	"runtime/debug"
 	"slices"
@@ -11,38 +10,18 @@ import (
 // Request bodies. A body's buffer grows with the bytes that arrive, never
 // ahead of them: a Content-Length costs nothing until its bytes come, so a
 // client that announces 64 MiB and sends one byte costs a few KiB, not
-// 64 MiB. The buffer doubles (or takes at once what is already buffered),
-// so a large body is copied about once more than it is read.
+// 64 MiB. The buffer doubles, so a large body is copied about once more
+// than it is read.
 
 const (
 	minBodyBuf = 4 << 10  // the first allocation for a body
 	largeBody  = 16 << 20 // from this size a body's buffer is given back to the OS when done
 )
 
-// growBody makes room in buf for more of a body of at most n bytes, avail
-// of which are at hand already.
-func growBody(buf []byte, n int64, avail int) []byte {
-	size := min(n, int64(max(2*cap(buf), len(buf)+avail, minBodyBuf)))
+// growBody makes room in buf for more of a body of at most n bytes.
+func growBody(buf []byte, n int64) []byte {
+	size := min(n, int64(max(2*cap(buf), minBodyBuf)))
 	return slices.Grow(buf, int(size)-len(buf))
-}
-
-// readBody appends an n-byte body read from br to buf. On an error buf
-// holds what was read.
-func readBody(br *bufio.Reader, buf []byte, n int64) ([]byte, error) {
-	for int64(len(buf)) < n {
-		if len(buf) == cap(buf) {
-			buf = growBody(buf, n, br.Buffered())
-		}
-		m, err := br.Read(buf[len(buf):min(int64(cap(buf)), n)])
-		buf = buf[:len(buf)+m]
-		if err == io.EOF {
-			return buf, io.ErrUnexpectedEOF
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
-	return buf, nil
 }
 
 // readAll reads r to its end, or up to n bytes (r enforces any limit).
@@ -50,7 +29,7 @@ func readAll(r io.Reader, n int64) ([]byte, error) {
 	var buf []byte
 	for int64(len(buf)) < n {
 		if len(buf) == cap(buf) {
-			buf = growBody(buf, n, 0)
+			buf = growBody(buf, n)
 		}
 		m, err := r.Read(buf[len(buf):min(int64(cap(buf)), n)])
 		buf = buf[:len(buf)+m]

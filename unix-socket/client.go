@@ -4,70 +4,56 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 
 	"github.com/dshfs/dshfs/toolapi"
 )
 
 // Client calls a dshfs daemon over its socket. It keeps at most 64
-// connections for tool calls and 64 for the other routes (conn.go); more
-// concurrent calls wait for one.
+// connections (transport.go); more concurrent calls wait for one.
 type Client struct {
 	Socket string
-	calls  *connPool // tool calls
-	other  *connPool // the other routes
+	peer   *Peer // nil: whoever listens at Socket
+
+	once sync.Once
+	tr   *http.Transport
 }
 
 // NewClient returns a client for the daemon listening at socket.
 func NewClient(socket string) *Client {
-	return &Client{Socket: socket, calls: &connPool{socket: socket}, other: &connPool{socket: socket}}
+	return &Client{Socket: socket}
+}
+
+func (c *Client) transport() *http.Transport {
+	c.once.Do(func() { c.tr = newTransport(c.Socket, c.peer) })
+	return c.tr
 }
 
 // CloseIdle closes the client's idle connections.
 func (c *Client) CloseIdle() {
-	c.calls.close()
-	c.other.close()
+	c.transport().CloseIdleConnections()
 }
 
 // Tools lists the model-facing tools.
 func (c *Client) Tools(ctx context.Context) ([]ToolDef, error) {
 	var out []ToolDef
-	return out, c.do(ctx, http.MethodGet, "/v1/tools", nil, &out)
+	return out, c.call(ctx, http.MethodGet, "/v1/tools", nil, &out)
 }
 
 // Call runs a tool. A tool failure is a result with IsError, not an error.
 func (c *Client) Call(ctx context.Context, name string, req ToolRequest) (ToolResult, error) {
 	var out ToolResult
-	b, err := json.Marshal(req)
-	if err != nil {
-		return out, err
-	}
-	err = c.calls.do(ctx, request{method: http.MethodPost, target: "/v1/tools/" + url.PathEscape(name), body: b},
-		func(b *body) error {
-			data, err := b.all()
-			if err != nil {
-				return err
-			}
-			return badAnswer(decodeToolResult(data, &out))
-		})
-	return out, err
-}
-
-// badAnswer is err, an answer's body failing to decode, as the client
-// reports it.
-func badAnswer(err error) error {
-	if err != nil {
-		return fmt.Errorf("dshfs daemon: bad answer: %w", err)
-	}
-	return nil
+	return out, c.call(ctx, http.MethodPost, "/v1/tools/"+url.PathEscape(name), req, &out)
 }
 
 // Status reports the daemon's state.
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var out Status
-	return out, c.do(ctx, http.MethodGet, "/v1/status", nil, &out)
+	return out, c.call(ctx, http.MethodGet, "/v1/status", nil, &out)
 }
 
 // Mount reports where the daemon serves (the mount point, backing
@@ -76,7 +62,7 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 // fields parameter answers its whole status.
 func (c *Client) Mount(ctx context.Context) (Status, error) {
 	var out Status
-	return out, c.do(ctx, http.MethodGet, "/v1/status?fields=mount", nil, &out)
+	return out, c.call(ctx, http.MethodGet, "/v1/status?fields=mount", nil, &out)
 }
 
 // History returns the versions of path (as a tool would take it), newest first.
@@ -86,7 +72,7 @@ func (c *Client) History(ctx context.Context, cwd, path string) ([]HistoryEntry,
 	if cwd != "" {
 		q.Set("cwd", cwd)
 	}
-	return out, c.do(ctx, http.MethodGet, "/v1/history?"+q.Encode(), nil, &out)
+	return out, c.call(ctx, http.MethodGet, "/v1/history?"+q.Encode(), nil, &out)
 }
 
 // APIError is a 4xx or 5xx answer.
@@ -99,36 +85,30 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("dshfs daemon: %s (HTTP %d)", e.Message, e.Code)
 }
 
-// do sends in (nil: no body) as JSON to the route and decodes a 200
+// call sends in (nil: no body) as JSON to the route and decodes a 200
 // answer into out.
-func (c *Client) do(ctx context.Context, method, target string, in, out any) error {
+func (c *Client) call(ctx context.Context, method, target string, in, out any) error {
 	req := request{method: method, target: target}
 	if in != nil {
 		var err error
 		if req.body, err = json.Marshal(in); err != nil {
-			return err
+			return fmt.Errorf("encode the request: %w", err)
 		}
 	}
-	return c.other.do(ctx, req, func(b *body) error {
-		data, err := b.all()
-		if err != nil {
-			return err
-		}
-		return badAnswer(json.Unmarshal(data, out))
-	})
+	return c.do(ctx, req, decodeJSON(out))
 }
 
 // RegisterProcess records that pid, and everything it starts, acts for
 // actor: their writes through the mount are attributed to it.
 func (c *Client) RegisterProcess(ctx context.Context, actor string, pid int) error {
 	var out struct{}
-	return c.do(ctx, http.MethodPost, "/v1/actors/"+url.PathEscape(actor)+"/processes", ProcessRequest{Pid: pid}, &out)
+	return c.call(ctx, http.MethodPost, "/v1/actors/"+url.PathEscape(actor)+"/processes", ProcessRequest{Pid: pid}, &out)
 }
 
 // Log returns the workspace's changes q selects, newest first.
 func (c *Client) Log(ctx context.Context, q toolapi.SessionQuery) ([]Change, error) {
 	var out []Change
-	return out, c.do(ctx, http.MethodGet, "/v1/log?"+sessionValues(q).Encode(), nil, &out)
+	return out, c.call(ctx, http.MethodGet, "/v1/log?"+sessionValues(q).Encode(), nil, &out)
 }
 
 // SessionDiff returns one unified diff of the workspace's changes q
@@ -186,7 +166,7 @@ func (c *Client) Diff(ctx context.Context, cwd, path, from, to string) (string, 
 // Restore puts a version of path back.
 func (c *Client) Restore(ctx context.Context, req RestoreRequest) (Restored, error) {
 	var out Restored
-	return out, c.do(ctx, http.MethodPost, "/v1/restore", req, &out)
+	return out, c.call(ctx, http.MethodPost, "/v1/restore", req, &out)
 }
 
 // Checkpoint records a checkpoint ("" names it cp-N).
@@ -201,13 +181,13 @@ func (c *Client) Checkpoint(ctx context.Context, name string, progress func(Prog
 // RemoveCheckpoint deletes the checkpoint called name.
 func (c *Client) RemoveCheckpoint(ctx context.Context, name string) error {
 	var out CheckpointRequest
-	return c.do(ctx, http.MethodDelete, "/v1/checkpoints/"+url.PathEscape(name), nil, &out)
+	return c.call(ctx, http.MethodDelete, "/v1/checkpoints/"+url.PathEscape(name), nil, &out)
 }
 
 // Checkpoints lists the checkpoints, oldest first.
 func (c *Client) Checkpoints(ctx context.Context) ([]Checkpoint, error) {
 	var out []Checkpoint
-	return out, c.do(ctx, http.MethodGet, "/v1/checkpoints", nil, &out)
+	return out, c.call(ctx, http.MethodGet, "/v1/checkpoints", nil, &out)
 }
 
 // Rewind rewinds the workspace to a checkpoint; progress, if set, hears how
@@ -226,8 +206,8 @@ func (c *Client) GC(ctx context.Context, progress func(Progress)) (GCResult, err
 // raw GETs target and returns the body of a 200 answer.
 func (c *Client) raw(ctx context.Context, target string) ([]byte, error) {
 	var out []byte
-	err := c.other.do(ctx, request{method: http.MethodGet, target: target}, func(b *body) (err error) {
-		out, err = b.all()
+	err := c.do(ctx, request{method: http.MethodGet, target: target}, func(r io.Reader) (err error) {
+		out, err = io.ReadAll(r)
 		return err
 	})
 	return out, err
@@ -238,11 +218,11 @@ func (c *Client) raw(ctx context.Context, target string) ([]byte, error) {
 func (c *Client) stream(ctx context.Context, target string, in any, progress func(Progress), out any) error {
 	b, err := json.Marshal(in)
 	if err != nil {
-		return err
+		return fmt.Errorf("encode the request: %w", err)
 	}
 	req := request{method: http.MethodPost, target: target, body: b, accept: "application/x-ndjson"}
-	return c.other.do(ctx, req, func(b *body) error {
-		dec := json.NewDecoder(b)
+	return c.do(ctx, req, func(r io.Reader) error {
+		dec := json.NewDecoder(r)
 		for {
 			var line struct {
 				Progress *Progress       `json:"progress"`

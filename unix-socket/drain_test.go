@@ -30,7 +30,7 @@ func TestShutdownLetsCallsUnderWayAnswer(t *testing.T) {
 		}
 		answered <- err
 	}()
-	if !testfuse.WaitFor(30*time.Second, func() bool { return d.srv.conns.calls.busy() && len(d.srv.conns.all()) == 2 }) {
+	if !testfuse.WaitFor(30*time.Second, func() bool { return d.srv.calls.busy() && d.srv.open.Load() == 2 }) {
 		t.Fatal("the write never got under way")
 	}
 	stopped := make(chan error, 1)

@@ -117,7 +117,7 @@ func BenchmarkSocketLatency(b *testing.B) {
 			report(tool, sock, loc)
 		}
 		res, _ := d.svc.Call(ctx, "read", toolapi.Request{Actor: "bench", Arguments: latencyRead})
-		answer, _ := appendToolResult(nil, res)
+		answer, _ := json.Marshal(res)
 		echo := startEcho(b)
 		floor := func(name string, run func(synced bool, n int) []time.Duration) {
 			var raw, synced []time.Duration

@@ -2,6 +2,7 @@ package unixsocket
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -247,7 +248,7 @@ func (m *MCPControl) Close() error { return m.conn.Close() }
 // serves the session on them. ErrNoMCP means the daemon does not take
 // sessions (an older daemon): serve it in this process instead.
 func (c *Client) OpenMCP(ctx context.Context, req MCPRequest, in, out *os.File) (*MCPControl, error) {
-	conn, err := dialPeer(ctx, c.Socket, c.calls.peer)
+	conn, err := dialPeer(ctx, c.Socket, c.peer)
 	if err != nil {
 		return nil, fmt.Errorf("reach the dshfs daemon at %s: %w", c.Socket, err)
 	}
@@ -265,28 +266,36 @@ var ErrNoMCP = errors.New("the daemon does not take MCP sessions")
 func upgradeMCP(uc *net.UnixConn, req MCPRequest, in, out *os.File) (*MCPControl, error) {
 	uc.SetDeadline(time.Now().Add(10 * time.Second))
 	body, _ := json.Marshal(req)
-	cc := newCallConn(uc)
-	writeRequest(cc.w, request{method: http.MethodPost, target: "/v1/mcp", body: body, upgrade: mcpUpgrade})
-	if err := cc.w.Flush(); err != nil {
-		return nil, err
-	}
-	a, err := readAnswer(cc.r)
+	hr, err := http.NewRequest(http.MethodPost, "http://dshfs/v1/mcp", bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("upgrade to an MCP session: %w", err)
 	}
-	switch a.code {
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Connection", "Upgrade")
+	hr.Header.Set("Upgrade", mcpUpgrade)
+	if err := hr.Write(uc); err != nil {
+		return nil, fmt.Errorf("upgrade to an MCP session: %w", err)
+	}
+	// The control channel's events may follow the answer's head in the
+	// same read: br keeps them.
+	br := bufio.NewReader(uc)
+	resp, err := http.ReadResponse(br, hr)
+	if err != nil {
+		return nil, fmt.Errorf("upgrade to an MCP session: %w", err)
+	}
+	switch resp.StatusCode {
 	case http.StatusSwitchingProtocols:
 	case http.StatusNotFound:
 		return nil, ErrNoMCP
 	default:
-		return nil, a.error()
+		return nil, apiError(resp)
 	}
 	rights := syscall.UnixRights(int(in.Fd()), int(out.Fd()))
 	if _, _, err := uc.WriteMsgUnix([]byte{0}, rights, nil); err != nil {
 		return nil, fmt.Errorf("hand the streams to the daemon: %w", err)
 	}
 	uc.SetDeadline(time.Time{})
-	return &MCPControl{conn: uc, r: cc.r}, nil
+	return &MCPControl{conn: uc, r: br}, nil
 }
 
 // closeSession hands a session back to `dshfs mcp` unserved: the daemon is

@@ -106,7 +106,7 @@ func parseAPIDoc(t *testing.T) libopenapi.Document {
 type exchange struct {
 	method, target string // target: path and query
 	body           string
-	chunked        bool // sent without a length: net/http answers, not the fast path
+	chunked        bool // sent without a length (chunked)
 	code           int
 	// bad says the request itself does not conform to the document: the
 	// validator must say so, and the daemon refuse it.

@@ -150,8 +150,8 @@ func (c *conformance) tool(name, body string, code int, opts ...option) ToolResu
 
 func (c *conformance) ws(rel string) string { return filepath.Join(c.d.ws, rel) }
 
-// tools: every tool, successes and tool errors, through the fast path and
-// (chunked) through net/http; then the protocol faults.
+// tools: every tool, successes and tool errors, with a length and chunked;
+// then the protocol faults.
 func (c *conformance) tools() {
 	c.tool("write", `{"actor":"a","arguments":{"file_path":"f.txt","content":"one\n"}}`, 200)
 	c.tool("read", `{"actor":"a","arguments":{"file_path":"f.txt"}}`, 200)

@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // Who is at the other end of the socket, for both ends. The daemon serves
@@ -31,9 +33,7 @@ var ErrWrongPeer = errors.New("not the expected daemon")
 // NewClientFor returns a client for the daemon listening at socket that
 // sends nothing on a connection before checking that it reached peer.
 func NewClientFor(socket string, peer Peer) *Client {
-	c := NewClient(socket)
-	c.calls.peer, c.other.peer = &peer, &peer
-	return c
+	return &Client{Socket: socket, peer: &peer}
 }
 
 // sameUser reports whether the peer runs as this process's user, or as
@@ -69,6 +69,11 @@ func dialPeer(ctx context.Context, socket string, peer *Peer) (net.Conn, error) 
 		return nil, err
 	}
 	return c, nil
+}
+
+func dial(ctx context.Context, socket string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", socket)
 }
 
 // ownsSocket checks that socket is a socket file of p's user: a user who
@@ -108,9 +113,6 @@ func (p *Peer) answers(c net.Conn) error {
 
 // unixConnOf is the Unix socket under c, as the server wraps it.
 func unixConnOf(c net.Conn) (*net.UnixConn, bool) {
-	if pc, ok := c.(*prefixConn); ok {
-		c = pc.Conn
-	}
 	if cc, ok := c.(*countedConn); ok {
 		c = cc.Conn // the caller keeps closing the wrapper: the cap counts it
 	}
@@ -139,4 +141,55 @@ func peerUIDOf(ctx context.Context) uint32 {
 		return uid
 	}
 	return uint32(os.Getuid())
+}
+
+// Listen creates the socket at path: its directory 0700, the socket 0600.
+// An existing socket file is replaced only after a dial proves nobody
+// listens on it; anything else at path is an error. Connections from
+// another user are refused where the platform says who the peer is.
+func Listen(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	if err := os.Chmod(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: another dshfs is serving this socket", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return &peerListener{Listener: l}, nil
+}
+
+// peerListener drops connections from other users.
+type peerListener struct{ net.Listener }
+
+func (l *peerListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if uc, ok := c.(*net.UnixConn); ok && !sameUser(uc) {
+			c.Close()
+			continue
+		}
+		return c, nil
+	}
 }

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -55,10 +53,11 @@ type Config struct {
 	// unless it is root; where the platform does not say, the daemon's.
 	RegisterProcess func(actor string, pid int, peerUID uint32) error
 	// MaxConns caps the connections open at once (default
-	// DefaultMaxConns): one more is answered 503 and closed at once, so
-	// that no number of clients can run the daemon out of descriptors.
-	// Each holds a descriptor and a 16 KiB buffer; a connection left idle
-	// is closed after two minutes, a silent new one after ten seconds.
+	// DefaultMaxConns): one more is answered 503 and closed (accept.go),
+	// so that no number of clients can run the daemon out of descriptors.
+	// Each holds a descriptor and net/http's buffers (8 KiB); a connection
+	// left idle is closed after two minutes, a silent new one after ten
+	// seconds.
 	MaxConns int
 	Logger   *slog.Logger
 }
@@ -67,26 +66,26 @@ type Config struct {
 type Server struct {
 	cfg          Config
 	start        time.Time
-	ctx          context.Context // done when Serve returns or Shutdown begins: sessions end
+	ctx          context.Context // done when Serve returns or Shutdown begins: MCP sessions end
 	stop         context.CancelFunc
 	callCtx      context.Context // the calls' own: cancelled when Shutdown cuts them off
 	cancelCalls  context.CancelFunc
 	mux          *http.ServeMux
 	routes       []route       // the route table
-	fast         []*fastRoute  // its fast routes
 	writeTimeout time.Duration // bounds writing an answer (streamed ones clear it)
-	timeouts                   // reading requests, on the fast path and net/http alike
+	timeouts                   // reading requests
 
-	mu       sync.Mutex
-	ops      map[string]*atomic.Int64
-	listener net.Listener // Serve's, and its net/http server (for Shutdown)
-	hs       *http.Server
+	mu  sync.Mutex
+	ops map[string]*atomic.Int64
+	hs  *http.Server // Serve's (for Shutdown)
 
-	conns    connSet // the fast path's connections (drain.go)
-	sessions tracker // MCP sessions being served
+	draining atomic.Bool // Shutdown has begun (drain.go)
+	calls    tracker     // requests being answered
+	sessions tracker     // MCP sessions being served
 
-	open  atomic.Int64  // connections accepted and not yet closed
-	freed chan struct{} // a connection closed (see accept.go)
+	open     atomic.Int64  // connections accepted and not yet closed
+	freed    chan struct{} // a connection closed (see accept.go)
+	refusing atomic.Int64  // refusals being answered (accept.go)
 
 	refused       int       // connections refused since refusedLogged (accept loop only)
 	refusedLogged time.Time //
@@ -94,6 +93,14 @@ type Server struct {
 	releasing   atomic.Bool // a large body's memory is to go back to the OS (body.go)
 	lastRelease time.Time
 }
+
+// timeouts bound reading requests: the head (from the connection's accept
+// or from the first byte of a later request), the whole request, and the
+// wait for the next one.
+type timeouts struct{ idle, head, read time.Duration }
+
+// maxHead caps a request's line and headers (net/http answers 431 past it).
+const maxHead = 64 << 10
 
 // NewServer returns a server for cfg.
 func NewServer(cfg Config) *Server {
@@ -116,13 +123,7 @@ func NewServer(cfg Config) *Server {
 	s.callCtx, s.cancelCalls = context.WithCancel(context.Background())
 	s.routes = s.routeTable()
 	for _, r := range s.routes {
-		h := r.handler
-		if r.fast != nil {
-			fr := newFastRoute(r)
-			s.fast = append(s.fast, fr)
-			h = s.serveFastRoute(fr)
-		}
-		s.mux.HandleFunc(r.pattern, h)
+		s.mux.HandleFunc(r.pattern, r.handler)
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
@@ -130,46 +131,42 @@ func NewServer(cfg Config) *Server {
 	return s
 }
 
-// route is one entry of the route table: net/http serves it with handler,
-// or, if fast is set, with fast, which the fast path (fastpath.go) calls
-// too for the requests it takes. A fast route's pattern ends in its one
-// wildcard, whose value fast is given with the request's body.
+// route is one entry of the route table.
 type route struct {
 	pattern string
 	handler http.HandlerFunc
-	fast    fastHandler
 }
-
-// fastHandler answers a request of a fast route: the HTTP status and the
-// JSON answer, in a buffer putAnswer may take back. The answer keeps
-// nothing of body.
-type fastHandler func(ctx context.Context, wildcard string, body []byte) (code int, answer []byte)
 
 // routeTable is the API's routes, sorted.
 func (s *Server) routeTable() []route {
 	return []route{
-		{pattern: "POST /v1/actors/{actor}/processes", handler: s.registerProcess},
-		{pattern: "GET /v1/checkpoints", handler: s.needStore(s.checkpoints)},
-		{pattern: "POST /v1/checkpoints", handler: s.needStore(s.checkpoint)},
-		{pattern: "DELETE /v1/checkpoints/{name}", handler: s.needStore(s.removeCheckpoint)},
-		{pattern: "GET /v1/diff", handler: s.diff},
-		{pattern: "POST /v1/gc", handler: s.needStore(s.gc)},
-		{pattern: "GET /v1/history", handler: s.history},
-		{pattern: "GET /v1/log", handler: s.log},
-		{pattern: "POST /v1/mcp", handler: s.mcp},
-		{pattern: "GET /v1/openapi.json", handler: s.openAPI},
-		{pattern: "POST /v1/restore", handler: s.restore},
-		{pattern: "POST /v1/rewind", handler: s.needStore(s.rewind)},
-		{pattern: "GET /v1/show", handler: s.show},
-		{pattern: "GET /v1/status", handler: s.status},
-		{pattern: "GET /v1/tools", handler: s.tools},
-		{pattern: "POST /v1/tools/{name}", fast: s.toolCall},
+		{"POST /v1/actors/{actor}/processes", s.registerProcess},
+		{"GET /v1/checkpoints", s.needStore(s.checkpoints)},
+		{"POST /v1/checkpoints", s.needStore(s.checkpoint)},
+		{"DELETE /v1/checkpoints/{name}", s.needStore(s.removeCheckpoint)},
+		{"GET /v1/diff", s.diff},
+		{"POST /v1/gc", s.needStore(s.gc)},
+		{"GET /v1/history", s.history},
+		{"GET /v1/log", s.log},
+		{"POST /v1/mcp", s.mcp},
+		{"GET /v1/openapi.json", s.openAPI},
+		{"POST /v1/restore", s.restore},
+		{"POST /v1/rewind", s.needStore(s.rewind)},
+		{"GET /v1/show", s.show},
+		{"GET /v1/status", s.status},
+		{"GET /v1/tools", s.tools},
+		{"POST /v1/tools/{name}", s.toolCall},
 	}
 }
 
 // Handler is the API with panics turned into 500s.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.calls.begin() {
+			writeError(w, http.StatusServiceUnavailable, "the dshfs daemon is stopping")
+			return
+		}
+		defer s.calls.done()
 		defer func() {
 			if p := recover(); p != nil {
 				s.cfg.Logger.Error("handler panic", "path", r.URL.Path, "panic", p)
@@ -181,18 +178,17 @@ func (s *Server) Handler() http.Handler {
 }
 
 // Serve answers requests on l until it is closed; no other accept error
-// stops it (accept.go).
+// stops it (accept.go). Every request's context ends when its client hangs
+// up or when Serve returns.
 func (s *Server) Serve(l net.Listener) error {
 	hs := s.httpServer()
 	s.mu.Lock()
-	s.listener, s.hs = l, hs
+	s.hs = hs
 	s.mu.Unlock()
-	// Connections are read by the fast path first (fastpath.go); the ones
-	// it gives up are served by hs.
-	hand := newHandoff(l.Addr())
-	go s.acceptLoop(l, hand)
-	err := hs.Serve(hand)
-	l.Close() // hs closed the hand-off listener: stop accepting too
+	err := hs.Serve(&admitListener{Listener: l, s: s})
+	if !s.draining.Load() {
+		s.cancelCalls() // stopped without a drain: the calls end with it
+	}
 	s.stop()
 	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
 		return nil
@@ -200,8 +196,6 @@ func (s *Server) Serve(l net.Listener) error {
 	return err
 }
 
-// httpServer is the net/http server of the requests the fast path does
-// not take.
 func (s *Server) httpServer() *http.Server {
 	return &http.Server{
 		Handler:           s.Handler(),
@@ -209,8 +203,9 @@ func (s *Server) httpServer() *http.Server {
 		ReadTimeout:       s.timeouts.read,
 		WriteTimeout:      s.writeTimeout,
 		IdleTimeout:       s.timeouts.idle,
-		MaxHeaderBytes:    maxHead, // what the fast path hands over is no more than net/http takes
+		MaxHeaderBytes:    maxHead,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return s.callCtx },
 		ConnContext:       withPeerUID,
 	}
 }
@@ -230,61 +225,45 @@ func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.cfg.Tools.Tools())
 }
 
-// serveFastRoute serves fr through net/http, as the fast path does.
-func (s *Server) serveFastRoute(fr *fastRoute) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var code int
-		var b []byte
-		n := s.cfg.MaxBody + 1 // a body that long is refused by the MaxBytesReader
-		if r.ContentLength >= 0 {
-			n = min(n, r.ContentLength)
-		}
-		body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody), n)
-		defer s.releaseLarge(cap(body))
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooBig):
-			code, b = http.StatusRequestEntityTooLarge, errorJSON(fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody))
-		case err != nil:
-			code, b = http.StatusBadRequest, errorJSON("malformed JSON: "+err.Error())
-		default:
-			code, b = fr.answer(r.Context(), r.PathValue(fr.wildcard), body)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-		w.WriteHeader(code)
-		w.Write(b)
-		putAnswer(b)
+// toolCall answers POST /v1/tools/{name}: the tool's result, HTTP 200
+// even when the tool failed. The call runs on the request's context.
+func (s *Server) toolCall(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > s.cfg.MaxBody {
+		// Refused before any of it is read: a client that asked first
+		// (Expect: 100-continue) does not send it at all.
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody))
+		return
 	}
-}
-
-// toolCall runs the tool name with the request in body and returns the
-// HTTP status and the JSON answer (a fastHandler: the fast path and
-// net/http answer with it alike).
-func (s *Server) toolCall(ctx context.Context, name string, body []byte) (int, []byte) {
+	n := s.cfg.MaxBody + 1 // a body that long is refused by the MaxBytesReader
+	if r.ContentLength >= 0 {
+		n = r.ContentLength
+	}
+	body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody), n)
+	defer s.releaseLarge(cap(body))
+	var tooBig *http.MaxBytesError
 	var req ToolRequest
-	if err := decodeRequest(body, &req); err != nil {
-		return http.StatusBadRequest, errorJSON("malformed JSON: " + err.Error())
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody))
+		return
+	case err == nil:
+		err = decodeRequest(body, &req)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
+		return
+	}
+	body = nil // the request holds what it needs of it
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.CallTimeout)
 	defer cancel()
+	name := r.PathValue("name")
 	res, err := s.cfg.Tools.Call(ctx, name, req)
 	if errors.Is(err, toolapi.ErrUnknownTool) {
-		return http.StatusNotFound, errorJSON(fmt.Sprintf("unknown tool %q", name))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown tool %q", name))
+		return
 	}
 	s.count(name)
-	bp := answerPool.Get().(*[]byte)
-	if b, ok := appendToolResult((*bp)[:0], res); ok {
-		return http.StatusOK, b
-	}
-	answerPool.Put(bp)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(res); err != nil {
-		return http.StatusInternalServerError, errorJSON("encode the answer")
-	}
-	return http.StatusOK, buf.Bytes()
+	writeJSON(w, http.StatusOK, res)
 }
 
 // decodeRequest decodes a tool call's request as json.Decoder does (the
@@ -298,25 +277,6 @@ func decodeRequest(b []byte, req *ToolRequest) error {
 	*req = ToolRequest{}
 	return json.NewDecoder(bytes.NewReader(b)).Decode(req)
 }
-
-// putAnswer keeps an answer's buffer for the next one, unless it is huge.
-func putAnswer(b []byte) {
-	if cap(b) <= 1<<20 {
-		b = b[:0]
-		answerPool.Put(&b)
-	}
-}
-
-// errorJSON is the body writeError sends.
-func errorJSON(msg string) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.Encode(ErrorBody{Error: msg})
-	return buf.Bytes()
-}
-
-var answerPool = sync.Pool{New: func() any { return new([]byte) }}
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	st := s.cfg.Mount
@@ -415,55 +375,4 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, ErrorBody{Error: msg})
-}
-
-// Listen creates the socket at path: its directory 0700, the socket 0600.
-// An existing socket file is replaced only after a dial proves nobody
-// listens on it; anything else at path is an error. Connections from
-// another user are refused where the platform says who the peer is.
-func Listen(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("socket directory: %w", err)
-	}
-	if err := os.Chmod(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("socket directory: %w", err)
-	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s exists and is not a socket", path)
-		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("%s: another dshfs is serving this socket", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove stale socket: %w", err)
-		}
-	}
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
-		return nil, err
-	}
-	return &peerListener{Listener: l}, nil
-}
-
-// peerListener drops connections from other users.
-type peerListener struct{ net.Listener }
-
-func (l *peerListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if uc, ok := c.(*net.UnixConn); ok && !sameUser(uc) {
-			c.Close()
-			continue
-		}
-		return c, nil
-	}
 }

@@ -31,6 +31,7 @@ type daemon struct {
 	hc         *http.Client // net/http's client, for requests Client does not make
 	svc        *toolapi.Service
 	store      *versionstore.Store
+	pol        *policy.Policy
 	srv        *Server
 }
 
@@ -52,6 +53,7 @@ func startDaemonWith(t testing.TB, cfg Config, tune func(*Server), wrap ...func(
 	}
 	d.store = store
 	pol, _ := policy.New(store.DB(), policy.Options{})
+	d.pol = pol
 	d.svc, _ = toolapi.New(store, pol, toolapi.Config{})
 	cfg.Tools, cfg.Store = d.svc, store
 	cfg.Status = func() Status {

@@ -1,8 +1,9 @@
 // Package unixsocket owns the daemon's HTTP/1.1 API on a Unix socket — one
-// sorted route table under /v1 (served by net/http, with a fast path that
-// answers well-formed tool calls itself), the wire types, and the typed Go
-// client the CLI and harnesses use. It carries toolapi calls and reports state; it never
-// touches files itself and decides nothing a tool may do.
+// sorted route table under /v1 served by net/http, the wire types, and the
+// typed Go client the CLI and harnesses use (net/http's Transport). JSON is
+// encoding/json's both ways. It carries toolapi calls and reports state; it
+// never touches files itself and decides nothing a tool may do, and it
+// parses no HTTP or JSON by hand.
 package unixsocket
 
 import (
