@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -153,9 +152,6 @@ func mcpSessions(svc *toolapi.Service, version string, names *actorNames) func(c
 	}
 }
 
-// errStopping answers an MCP call that arrives as the daemon stops.
-var errStopping = errors.New("the dshfs daemon is stopping; the call was not run")
-
 // sessionCalls are an MCP session's tool calls under way; finish refuses
 // new ones and waits for those.
 type sessionCalls struct {
@@ -169,7 +165,7 @@ func (c *sessionCalls) wrap(call mcptools.CallFunc) mcptools.CallFunc {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return mcptools.Outcome{}, errStopping
+			return mcptools.Outcome{}, toolapi.ErrStopping
 		}
 		c.wg.Add(1)
 		c.mu.Unlock()

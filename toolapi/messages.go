@@ -108,6 +108,10 @@ func storeMessage(op string, e *versionstore.Error) string {
 }
 
 // storeReasons are the fixed endings of "cannot <op> "<path>": ...".
+// ErrStopping answers a tool call that arrives as the daemon stops: the
+// model may call again once the harness has reconnected.
+var ErrStopping = errors.New("the dshfs daemon is stopping; the call was not run")
+
 var storeReasons = map[versionstore.Reason]string{
 	versionstore.ReasonMissing:      "not found",
 	versionstore.ReasonNULByte:      "the path contains a NUL byte",
