@@ -44,7 +44,8 @@ func TestConcurrentShellAndTools(t *testing.T) {
 	var wg sync.WaitGroup
 
 	// Shell writers: appends of whole lines, and whole-file rewrites; one
-	// shell a file. (Two shells on one file would tear lines without dshfs
+	// shell a file, pausing now and then so that some tool edits land (a
+	// tool edit is refused while its file is being written). (Two shells on one file would tear lines without dshfs
 	// too: a rewrite truncates, then writes from offset 0, and an append by
 	// another process landing in between is overwritten but for its tail.
 	// With kernel passthrough appends are fast enough to land there.)
@@ -52,7 +53,7 @@ func TestConcurrentShellAndTools(t *testing.T) {
 		script := fmt.Sprintf(`i=0; while [ ! -e .stop ]; do i=$((i+1)); for f in %s; do
 			printf 'sh%d %%d %s\n' $i >> $f
 			if [ $((i %% 7)) -eq 0 ]; then printf 'tool 0\nsh%d %%d %s\n' $i > $f; fi
-		done; done`, f, id, strings.Repeat("q", 40), id, strings.Repeat("r", 40))
+		done; if [ $((i %% 5)) -eq 0 ]; then sleep 0.02; fi; done`, f, id, strings.Repeat("q", 40), id, strings.Repeat("r", 40))
 		// The shells stop at a marker file, never mid-write: a killed
 		// `printf > f` would leave a truncated file that is not torn.
 		cmd := inDir(w.mnt, "sh", "-c", script)
