@@ -42,31 +42,7 @@ func BenchmarkEditDurability(b *testing.B) {
 		edit[k] = durabilityEditor(b, k)
 	}
 	b.Cleanup(func() { benchNoDirSync = false })
-	all := map[string][]time.Duration{}
-	ratios := map[string][]float64{}
-	for b.Loop() {
-		round := map[string][]time.Duration{}
-		for range perRound {
-			for _, k := range kinds {
-				benchNoDirSync = k == "nosync" || k == "journal"
-				round[k] = append(round[k], edit[k]())
-			}
-		}
-		for _, k := range kinds {
-			all[k] = append(all[k], round[k]...)
-			ratios[k] = append(ratios[k], float64(median(round[k]))/float64(median(round["nosync"])))
-		}
-	}
-	for _, k := range kinds {
-		b.ReportMetric(float64(median(all[k]).Microseconds()), k+"-p50-µs")
-		if k == "nosync" {
-			continue
-		}
-		b.ReportMetric(float64(median(all[k]))/float64(median(all["nosync"])), k+"/nosync")
-		slices.Sort(ratios[k])
-		b.ReportMetric(ratios[k][0], k+"-min-round")
-		b.ReportMetric(ratios[k][len(ratios[k])-1], k+"-max-round")
-	}
+	interleave(b, perRound, kinds, edit, func(k string) { benchNoDirSync = k == "nosync" || k == "journal" })
 }
 
 // durabilityEditor returns a function doing one timed 4 KiB edit on a store
@@ -108,6 +84,39 @@ func durabilityEditor(b *testing.B, kind string) func() time.Duration {
 		v = res.Version
 		i++
 		return time.Since(t0)
+	}
+}
+
+// interleave runs, each round, perRound edits of every kind in turn (set
+// readies a kind's edit), and reports each kind's median and the ratios of
+// the medians to the first kind's, overall and per round (min and max: the
+// spread is the noise).
+func interleave(b *testing.B, perRound int, kinds []string, edit map[string]func() time.Duration, set func(kind string)) {
+	base := kinds[0]
+	all := map[string][]time.Duration{}
+	ratios := map[string][]float64{}
+	for b.Loop() {
+		round := map[string][]time.Duration{}
+		for range perRound {
+			for _, k := range kinds {
+				set(k)
+				round[k] = append(round[k], edit[k]())
+			}
+		}
+		for _, k := range kinds {
+			all[k] = append(all[k], round[k]...)
+			ratios[k] = append(ratios[k], float64(median(round[k]))/float64(median(round[base])))
+		}
+	}
+	for _, k := range kinds {
+		b.ReportMetric(float64(median(all[k]).Microseconds()), k+"-p50-µs")
+		if k == base {
+			continue
+		}
+		b.ReportMetric(float64(median(all[k]))/float64(median(all[base])), k+"/"+base)
+		slices.Sort(ratios[k])
+		b.ReportMetric(ratios[k][0], k+"-min-round")
+		b.ReportMetric(ratios[k][len(ratios[k])-1], k+"-max-round")
 	}
 }
 
@@ -180,31 +189,7 @@ func BenchmarkToolEditSyncs(b *testing.B) {
 		edit[k] = observedEditor(b, k)
 	}
 	b.Cleanup(func() { benchNoDirSync = false })
-	all := map[string][]time.Duration{}
-	ratios := map[string][]float64{}
-	for b.Loop() {
-		round := map[string][]time.Duration{}
-		for range perRound {
-			for _, k := range kinds {
-				benchNoDirSync = k != "dirsync"
-				round[k] = append(round[k], edit[k]())
-			}
-		}
-		for _, k := range kinds {
-			all[k] = append(all[k], round[k]...)
-			ratios[k] = append(ratios[k], float64(median(round[k]))/float64(median(round["unsynced"])))
-		}
-	}
-	for _, k := range kinds {
-		b.ReportMetric(float64(median(all[k]).Microseconds()), k+"-p50-µs")
-		if k == "unsynced" {
-			continue
-		}
-		b.ReportMetric(float64(median(all[k]))/float64(median(all["unsynced"])), k+"/unsynced")
-		slices.Sort(ratios[k])
-		b.ReportMetric(ratios[k][0], k+"-min-round")
-		b.ReportMetric(ratios[k][len(ratios[k])-1], k+"-max-round")
-	}
+	interleave(b, perRound, kinds, edit, func(k string) { benchNoDirSync = k != "dirsync" })
 }
 
 // observedEditor returns a function doing one timed 4 KiB edit and its
