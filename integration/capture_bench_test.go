@@ -61,6 +61,12 @@ func (m *benchWS) close() {
 }
 
 func benchMountOpts(b *testing.B, keepBytes bool) *benchWS {
+	return benchMountBatched(b, keepBytes, 0)
+}
+
+// benchMountBatched is benchMountOpts with the mount's versions committed
+// every batchEvery (0: the default).
+func benchMountBatched(b *testing.B, keepBytes bool, batchEvery time.Duration) *benchWS {
 	m := &benchWS{backing: b.TempDir(), mnt: filepath.Join(b.TempDir(), "mnt")}
 	must(b, os.Mkdir(m.mnt, 0o755))
 	var err error
@@ -69,7 +75,8 @@ func benchMountOpts(b *testing.B, keepBytes bool) *benchWS {
 		OnPublish:  func(key string) { m.fs.Invalidate(key) },
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 
-		CaptureMaxBytes: map[bool]int64{true: 0, false: -1}[keepBytes],
+		CaptureMaxBytes:    map[bool]int64{true: 0, false: -1}[keepBytes],
+		MountBatchInterval: batchEvery,
 	})
 	must(b, err)
 	m.fs, err = fusefs.Mount(m.mnt, m.store, fusefs.Options{})

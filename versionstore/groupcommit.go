@@ -2,6 +2,7 @@ package versionstore
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -23,6 +24,8 @@ type groupCommitter struct {
 	db    *bolt.DB
 	slot  chan struct{} // held while a transaction runs
 	queue chan []*commitCall
+	// done counts the transactions committed, for Stats.
+	done atomic.Uint64
 }
 
 type commitCall struct {
@@ -73,6 +76,9 @@ func (g *groupCommitter) run(batch []*commitCall) {
 			}
 			return nil
 		})
+		if err == nil {
+			g.done.Add(1)
+		}
 		if failed < 0 {
 			for _, c := range batch {
 				c.done <- err

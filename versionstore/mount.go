@@ -29,6 +29,9 @@ type mountState struct {
 	// flushing is held while a batch is taken and committed, so a caller
 	// that flushes waits for a batch another goroutine took a moment ago.
 	flushing sync.Mutex
+	// full asks the flush loop for a commit now: the batch reached its
+	// limit.
+	full chan struct{}
 }
 
 type pendingChange struct {
@@ -36,11 +39,16 @@ type pendingChange struct {
 	c   change
 }
 
-// pendingLimit is how many queued versions trigger an immediate commit, and
-// pendingBytesLimit how many bytes to keep.
+// A batch is full at batchFull versions or batchFullBytes bytes to keep:
+// the flush loop commits it while the mount goes on. One that reaches the
+// stall limits (the disk is slower than the writers) is committed by the
+// writer that queued last, which waits for the disk: that bounds the
+// memory the batch holds.
 const (
-	pendingLimit      = 1024
-	pendingBytesLimit = 64 << 20
+	batchFull       = 1024
+	batchFullBytes  = 16 << 20
+	batchStall      = 4 * batchFull
+	batchStallBytes = 64 << 20
 )
 
 // rename is one side of a file's rename, for the journal.
@@ -154,10 +162,16 @@ func (s *Store) enqueue(key string, c change) {
 	s.mount.mu.Lock()
 	s.mount.pending = append(s.mount.pending, pendingChange{key, c})
 	s.mount.pendingBytes += int64(len(c.data))
-	full := len(s.mount.pending) >= pendingLimit || s.mount.pendingBytes >= pendingBytesLimit
+	n, bytes := len(s.mount.pending), s.mount.pendingBytes
 	s.mount.mu.Unlock()
-	if full {
+	switch {
+	case n >= batchStall || bytes >= batchStallBytes:
 		s.flushPending()
+	case n >= batchFull || bytes >= batchFullBytes:
+		select {
+		case s.mount.full <- struct{}{}:
+		default: // already asked
+		}
 	}
 }
 
@@ -195,8 +209,11 @@ func (s *Store) batchFailures() (uint64, error) {
 	return s.mount.failed, s.mount.failedErr
 }
 
-// mountFlushInterval bounds how long a mount version waits in memory.
-const mountFlushInterval = 50 * time.Millisecond
+// DefaultMountBatchInterval bounds how long a mount version waits in
+// memory: the bound bbolt's own background sync had before every commit
+// was durable, so a power cut takes no more of the mount's unasked-for
+// versions than it did then.
+const DefaultMountBatchInterval = time.Second
 
 // moveMarks moves the in-memory marks (created, renamed) of a and
 // everything below it to b, as a rename moved the files; with swap, b's go

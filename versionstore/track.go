@@ -442,12 +442,15 @@ func (s *Store) History(key string) ([]HistoryEntry, error) {
 type Stats struct {
 	Files int // paths with a present version
 	Dirty int // paths being written through the mount now
+	// Commits counts the index transactions committed since Open, each
+	// durable (two fdatasyncs), shared by the callers that came together.
+	Commits uint64
 }
 
 // Stats counts the index entries.
 func (s *Store) Stats() (Stats, error) {
 	s.flushPending()
-	st := Stats{Dirty: s.beingWritten()}
+	st := Stats{Dirty: s.beingWritten(), Commits: s.commits.done.Load()}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
 			var r record
