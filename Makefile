@@ -33,7 +33,7 @@ install:
 	@echo "installed $(DESTDIR)$(PREFIX)/bin/dshfs"
 	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "$(PREFIX)/bin is not on PATH: export PATH=\"$(PREFIX)/bin:\$$PATH\"";; esac
 
-# The test command of the README and of CI: race detector on, every package;
+# The test command of docs/development.md and of CI: race detector on, every package;
 # as root the mount is in kernel passthrough mode, so the mount's own tests and
 # the shell-against-tools race run once more without it.
 test:

@@ -147,9 +147,9 @@ func TestDirRenameMovesWritersDirtyMark(t *testing.T) {
 // Renaming a file that a process holds open for writing commits both paths
 // and clears the dirty mark, while the process keeps writing. A tool write
 // to the new name is then not refused: it publishes a new inode, and the
-// process's later writes land in the replaced one and are lost (README:
-// "While a process holds a file open for writing, tool writes and edits of
-// it are refused as stale").
+// process's later writes land in the replaced one and are lost
+// (docs/behaviour.md: "While a process holds a file open for writing …,
+// tool writes and edits of it are refused").
 func TestRenameKeepsOpenWriterDirty(t *testing.T) {
 	m := mountT(t)
 	m.putBacking("app.log", "start\n")

@@ -15,8 +15,8 @@ import (
 // (@modelcontextprotocol/server-filesystem) through the same official
 // TypeScript MCP client, in one run, calls interleaved: a read of a 4 KiB
 // file and an edit of it. It reports each p50 in µs and dshfs's p50 ÷ the
-// reference's. Goals: read ≤ 0.8×, edit ≤ 1.0×. It needs root, /dev/fuse,
-// node and npm (the client and the reference come from the npm registry,
+// reference server's. Goals: read ≤ 0.8×, edit ≤ 1.0×. It needs root, /dev/fuse,
+// node and npm (the client and the reference server come from the npm registry,
 // at the versions testdata/mcpbench/package-lock.json pins).
 //
 // DSHFS_MCP_CALLS sets the calls per workload and server (default 2000).

@@ -1,9 +1,11 @@
 // Package policy owns what each actor has observed of the workspace, and the
 // read-before-write decisions made from it: a write replaces only the version
 // its actor last saw (or creates a file the actor never saw), and an edit
-// requires a prior observation. It ports the reference's observation policy,
-// except that observations are persisted in the index's bbolt file, keyed by
-// the actor string, so they survive reconnects and restarts.
+// requires a prior observation. It ports the observation policy of the
+// reference implementation (docs/reference.md: the TypeScript stack whose
+// model-facing behaviour dshfs matches), except that observations are
+// persisted in the index's bbolt file, keyed by the actor string, so they
+// survive reconnects and restarts.
 //
 // The policy decides; it never reads or writes files. Freshness is enforced
 // by versionstore's compare-and-swap, not here. A refusal is a
@@ -96,7 +98,7 @@ func obsKey(actor, key string) []byte {
 }
 
 // Observe records that actor saw key in state o. An empty actor is the
-// reference's "no owner": nothing is recorded.
+// reference implementation's "no owner": nothing is recorded.
 func (p *Policy) Observe(actor, key string, o Observation) error {
 	if actor == "" {
 		return nil

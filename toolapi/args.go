@@ -9,7 +9,7 @@ import (
 )
 
 // argError is a tool-level argument failure: a plain error with no code, as
-// the reference's validation errors.
+// the reference implementation's validation errors.
 type argError string
 
 func (e argError) Error() string { return string(e) }
@@ -17,9 +17,9 @@ func (e argError) Error() string { return string(e) }
 // args holds decoded arguments, checked against their schema.
 type args map[string]any
 
-// decodeArgs parses raw against props and reports every violation the way
-// the reference's runtime does — missing required properties first, then
-// type errors, each in schema order: `invalid arguments: v1; v2`.
+// decodeArgs parses raw against props and reports every violation the way the
+// reference implementation's runtime does — missing required properties first,
+// then type errors, each in schema order: `invalid arguments: v1; v2`.
 func decodeArgs(raw json.RawMessage, props []property) (args, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -31,7 +31,7 @@ func decodeArgs(raw json.RawMessage, props []property) (args, error) {
 	// One pass over the arguments, which may hold a write's whole content:
 	// decoded straight into values, then checked. Anything that does not
 	// decode so (a number past float64, say) is reported by the checks of
-	// each raw value below, as the reference reports it.
+	// each raw value below, as the reference implementation reports it.
 	var values map[string]any
 	if json.Unmarshal(raw, &values) == nil {
 		return checkArgs(values, props)
@@ -150,7 +150,7 @@ func (a args) number(name string) (float64, bool) {
 	return f, ok
 }
 
-// filePath applies the reference's first check of every tool.
+// filePath applies the reference implementation's first check of every tool.
 func (a args) filePath() (string, error) {
 	p := a.str("file_path")
 	if strings.TrimSpace(p) == "" {

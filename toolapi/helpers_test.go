@@ -222,8 +222,8 @@ func mustText(t *testing.T, r Result, text string) {
 	}
 }
 
-// mustFail fails unless r is the error message with code ("" for the
-// reference's uncoded argument errors), and the model saw exactly
+// mustFail fails unless r is the error message with code ("" for the reference
+// implementation's uncoded argument errors), and the model saw exactly
 // "Error: " + message.
 func mustFail(t *testing.T, r Result, code versionstore.Code, message string) {
 	t.Helper()
@@ -265,7 +265,8 @@ func readVersion(t *testing.T, r Result) versionstore.Version {
 	return v.Version
 }
 
-// Remedy suffixes the reference appends to write and edit errors.
+// Remedy suffixes the reference implementation appends to write and edit
+// errors.
 const (
 	reRead  = " — re-read the file, then retry"
 	readNow = " — read the file, then retry"

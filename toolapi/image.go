@@ -18,7 +18,8 @@ import (
 	"golang.org/x/image/webp"
 )
 
-// The reference's image limits (its local attachment store's defaults).
+// The reference implementation's image limits (its local attachment store's
+// defaults).
 const (
 	// DefaultMaxImageBytes is min(maxImageBytes 3.5 MiB, maxMessageImageBytes 100 MiB).
 	DefaultMaxImageBytes     = 3.5 * 1024 * 1024
@@ -26,7 +27,7 @@ const (
 	DefaultMaxImagePixels    = 40_000_000
 )
 
-// Image media types, in the order the reference lists them.
+// Image media types, in the order the reference implementation lists them.
 const (
 	MediaPNG  = "image/png"
 	MediaJPEG = "image/jpeg"
@@ -55,9 +56,9 @@ type ImageValue struct {
 	Data      []byte               `json:"data"`
 }
 
-// readImage is the reference's read_image: gates on the argument and the
-// extension before any I/O, then a bounded read, a check that the bytes are
-// the declared format with a header within the size limits, and a full
+// readImage is the reference implementation's read_image: gates on the argument
+// and the extension before any I/O, then a bounded read, a check that the bytes
+// are the declared format with a header within the size limits, and a full
 // decode, so that a model is never sent an image it cannot use. Whether the
 // model accepts images at all is the harness's gate: it knows the model.
 func (s *Service) readImage(ctx context.Context, req Request) Result {
@@ -137,9 +138,9 @@ func (s *Service) checkImage(display, ext, mediaType string, data []byte) (w, h 
 
 var errEmptyImage = argError("it has no pixels")
 
-// corruptImage is dshfs's message for bytes that start as the declared
-// format but do not decode; the reference has none (its store rejects them
-// with the decoder's own text).
+// corruptImage is dshfs's message for bytes that start as the declared format
+// but do not decode; the reference implementation has none (its store rejects
+// them with the decoder's own text).
 func corruptImage(display, mediaType string, err error) error {
 	return argError(`cannot read "` + display + `": the ` + mediaType + " data is corrupt or truncated (" + err.Error() +
 		"); re-create the image or read another copy")

@@ -15,8 +15,8 @@ import (
 	"github.com/dshfs/dshfs/versionstore"
 )
 
-// These tests port the reference's integration.spec.ts: the tools over a
-// real store and policy, with files checked byte for byte on disk.
+// These tests port the reference implementation's integration.spec.ts: the
+// tools over a real store and policy, with files checked byte for byte on disk.
 
 func TestStaleWrite(t *testing.T) {
 	h := newHarness(t)
@@ -512,7 +512,7 @@ func TestValueShapes(t *testing.T) {
 	}
 }
 
-// dshfs keeps a UTF-8 BOM on edit (the reference drops it).
+// dshfs keeps a UTF-8 BOM on edit (the reference implementation drops it).
 func TestEditKeepsBOM(t *testing.T) {
 	h := newHarness(t)
 	h.put("bom.txt", "\xef\xbb\xbfkey = 1\r\nother = 2\r\n")

@@ -9,8 +9,8 @@ import (
 
 // Limits on what one request may carry. They are checked before anything
 // is read or changed, so a call that could not be recorded in full is
-// refused instead of half done; the OpenAPI document and the README state
-// them.
+// refused instead of half done; the OpenAPI document and docs/security.md
+// state them.
 const (
 	// MaxActorBytes bounds an actor's name: observations are keyed by it.
 	MaxActorBytes = policy.MaxActorBytes

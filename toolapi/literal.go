@@ -6,9 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// The literal edit: the reference's matching, line-ending and BOM rules.
-// They are tool semantics, so they live here; the store only runs them
-// under its lock, through Update.
+// The literal edit: the reference implementation's matching, line-ending and
+// BOM rules. They are tool semantics, so they live here; the store only runs
+// them under its lock, through Update.
 
 // bom is the UTF-8 byte order mark, kept by an edit.
 var bom = []byte{0xEF, 0xBB, 0xBF}
@@ -20,9 +20,9 @@ type Edit struct {
 	ReplaceAll bool
 }
 
-// styleSampleUnits is how much of a file the reference inspects to pick its
-// line-ending style. It is measured in UTF-16 code units because the
-// reference slices a JavaScript string.
+// styleSampleUnits is how much of a file the reference implementation inspects
+// to pick its line-ending style. It is measured in UTF-16 code units because
+// the reference implementation slices a JavaScript string.
 const styleSampleUnits = 4096
 
 // applyLiteralEdit applies e to raw, the decoded text of a file with any
@@ -49,7 +49,8 @@ func applyLiteralEdit(raw string, e Edit, display string) (out, before, after st
 }
 
 // checkMatchCount rejects an edit whose old text is missing, or matches more
-// than once without ReplaceAll, with the reference's exact messages.
+// than once without ReplaceAll, with the reference implementation's exact
+// messages.
 func checkMatchCount(n int, replaceAll bool, display string) error {
 	switch {
 	case n == 0:
@@ -82,7 +83,8 @@ func editBytes(raw []byte, e Edit, display string) (out []byte, n int, err error
 }
 
 // normalizeNewlines turns every CRLF into LF and leaves lone CRs alone. Like
-// the reference's single left-to-right pass, "\r\r\n" becomes "\r\n".
+// the reference implementation's single left-to-right pass, "\r\r\n" becomes
+// "\r\n".
 func normalizeNewlines(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
 
 // restoreNewlines writes LF-normalized text back in the file's style. In CRLF
@@ -95,7 +97,8 @@ func restoreNewlines(s string, crlf bool) string {
 }
 
 // dominantCRLF reports whether CRLF endings outnumber bare LF endings in the
-// sample the reference inspects. A tie, or no newlines at all, means LF.
+// sample the reference implementation inspects. A tie, or no newlines at all,
+// means LF.
 func dominantCRLF(raw string) bool {
 	sample := styleSample(raw)
 	crlf := strings.Count(sample, "\r\n")
@@ -104,7 +107,7 @@ func dominantCRLF(raw string) bool {
 }
 
 // styleSample is the prefix of s holding every rune that starts before
-// UTF-16 unit styleSampleUnits: the bytes the reference's
+// UTF-16 unit styleSampleUnits: the bytes the reference implementation's
 // text.slice(0, 4096) covers. A supplementary rune takes two units, and one
 // straddling the boundary is kept whole, which cannot affect newline counts.
 // A CRLF straddling the boundary keeps only its CR.

@@ -16,9 +16,9 @@ import (
 const maxLiteralSeedLen = 256
 
 // FuzzApplyLiteralEdit checks applyLiteralEdit against oracles built from the
-// reference's definitions rather than from its implementation. Each input is
-// also checked behind boundaryPad, so the 4096-unit style sample ends inside
-// it.
+// reference implementation's definitions rather than from its implementation.
+// Each input is also checked behind boundaryPad, so the 4096-unit style sample
+// ends inside it.
 func FuzzApplyLiteralEdit(f *testing.F) {
 	for _, c := range literalEditCases {
 		if len(c.raw) <= maxLiteralSeedLen {
@@ -81,7 +81,8 @@ func checkFuzzEdit(t *testing.T, raw string, e Edit) {
 	checkEditResult(t, raw, oldNorm, strings.ReplaceAll(e.New, "\r\n", "\n"), out, before, after, n, count, e.ReplaceAll)
 }
 
-// expectedEditError is the error the reference's rules demand, or nil.
+// expectedEditError is the error the reference implementation's rules demand,
+// or nil.
 func expectedEditError(oldNorm string, count int, replaceAll bool) *editErrorWant {
 	switch {
 	case oldNorm == "":
@@ -149,8 +150,9 @@ func checkEditResult(t *testing.T, raw, oldNorm, newNorm, out, before, after str
 	}
 }
 
-// oracleCRLF decides the style the way the reference does, literally: encode
-// to UTF-16, keep the first 4096 units, and compare CRLFs with bare LFs.
+// oracleCRLF decides the style the way the reference implementation does,
+// literally: encode to UTF-16, keep the first 4096 units, and compare CRLFs
+// with bare LFs.
 func oracleCRLF(raw string) bool {
 	u := make([]uint16, 0, 4097)
 	for _, r := range raw {

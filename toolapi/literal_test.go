@@ -7,7 +7,8 @@ import (
 	"github.com/dshfs/dshfs/versionstore"
 )
 
-// literalEditCase is a successful edit pinned byte for byte to the reference.
+// literalEditCase is a successful edit pinned byte for byte to the reference
+// implementation.
 type literalEditCase struct {
 	name               string
 	raw                string
@@ -16,7 +17,8 @@ type literalEditCase struct {
 	n                  int
 }
 
-// literalEditErrorCase is a rejected edit with the reference's exact message.
+// literalEditErrorCase is a rejected edit with the reference implementation's
+// exact message.
 type literalEditErrorCase struct {
 	name    string
 	raw     string

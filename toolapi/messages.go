@@ -1,9 +1,9 @@
 package toolapi
 
-// Every text the model reads, and the words of the errors people get from
-// the timeline operations, in one place, to diff against the reference
-// (/work/shared/spec/reference-fs-stack.md). Nothing below toolapi writes a
-// sentence: versionstore and policy fail with data (*versionstore.Error,
+// Every text the model reads, and the words of the errors people get from the
+// timeline operations, in one place, to diff against the reference
+// implementation (docs/reference.md). Nothing below toolapi writes a sentence:
+// versionstore and policy fail with data (*versionstore.Error,
 // *policy.RefusalError), turned into these texts here.
 
 import (
@@ -19,8 +19,8 @@ import (
 	"github.com/dshfs/dshfs/versionstore"
 )
 
-// toolError is a failure as the model sees it: a reference code and the
-// exact message. Err, the cause, is never shown.
+// toolError is a failure as the model sees it: an error code of the reference
+// implementation and the exact message. Err, the cause, is never shown.
 type toolError struct {
 	code versionstore.Code
 	msg  string
@@ -30,14 +30,14 @@ type toolError struct {
 func (e *toolError) Error() string { return e.msg }
 func (e *toolError) Unwrap() error { return e.err }
 
-// quote renders a path the way the reference does: inside plain double
-// quotes, without Go escaping, so messages match byte for byte.
+// quote renders a path the way the reference implementation does: inside plain
+// double quotes, without Go escaping, so messages match byte for byte.
 func quote(s string) string { return `"` + s + `"` }
 
 // describe turns a failure of an operation (verb: "read", "write", "edit",
-// "restore") into the text the reference shows. An error already described,
-// an argument error, or one that is not the store's or the policy's is
-// returned as it is.
+// "restore") into the text the reference implementation shows. An error already
+// described, an argument error, or one that is not the store's or the policy's
+// is returned as it is.
 func describe(verb string, err error) error {
 	var te *toolError
 	var fe *versionstore.Error
@@ -71,7 +71,8 @@ func WordRewind(res *versionstore.RewindResult) {
 	}
 }
 
-// storeMessage is the reference's message for a store failure of op.
+// storeMessage is the reference implementation's message for a store failure of
+// op.
 func storeMessage(op string, e *versionstore.Error) string {
 	cannot := "cannot " + op + " " + quote(e.Path) + ": "
 	switch e.Reason {
@@ -164,7 +165,8 @@ func osReason(err error) string {
 	return err.Error()
 }
 
-// remedy is the reference's hint appended to write and edit errors.
+// remedy is the reference implementation's hint appended to write and edit
+// errors.
 func remedy(verb string, code versionstore.Code) string {
 	if verb != "write" && verb != "edit" {
 		return ""
@@ -179,7 +181,7 @@ func remedy(verb string, code versionstore.Code) string {
 }
 
 // policyFailure is a failure of the policy for verb on t: its refusal in
-// the reference's words, or a failure of the index itself in the
+// the reference implementation's words, or a failure of the index itself in the
 // FS_IO_ERROR form of every other I/O failure.
 func policyFailure(verb string, t versionstore.Target, err error) error {
 	var re *policy.RefusalError

@@ -8,7 +8,7 @@ import (
 	"github.com/dshfs/dshfs/versionstore"
 )
 
-// dotDotSegment is the reference's test for a ".." path segment.
+// dotDotSegment is the reference implementation's test for a ".." path segment.
 var dotDotSegment = regexp.MustCompile(`(?:^|[\\/])\.\.(?:[\\/]|$)`)
 
 // resolve turns a tool's file_path into a target. A relative path resolves
@@ -28,8 +28,9 @@ func (s *Service) resolve(cwd, filePath, verb string) (versionstore.Target, erro
 		return versionstore.Target{}, err
 	}
 	if dotDotSegment.MatchString(cwd) || dotDotSegment.MatchString(filePath) {
-		// The reference canonicalises the session cwd when ".." is involved,
-		// so "../x" from a symlinked directory means what the shell means.
+		// The reference implementation canonicalises the session cwd when ".."
+		// is involved, so "../x" from a symlinked directory means what the
+		// shell means.
 		base = s.realDisplay(cwd, base)
 	}
 	display := filePath

@@ -277,8 +277,8 @@ func TestDanglingSymlinkInsideWorkspace(t *testing.T) {
 	mustNotExist(t, h.backing("missing.txt"))
 }
 
-// The reference canonicalises the session cwd when ".." is involved, so
-// "../x" from a symlinked directory means what the shell means.
+// The reference implementation canonicalises the session cwd when ".." is
+// involved, so "../x" from a symlinked directory means what the shell means.
 func TestSessionCwdCanonicalisation(t *testing.T) {
 	h := newHarness(t)
 	mkdir(t, h.backing("proj/sub"))
@@ -309,11 +309,11 @@ func TestSessionCwdCanonicalisation(t *testing.T) {
 		`cannot read "`+filepath.Join(filepath.Dir(h.mount), "x")+`": outside the workspace`)
 }
 
-// The reference applies the same rule when the cwd itself has a ".."
-// segment (session-cwd.ts tests the cwd; realpath resolves "alias/.." to
-// the parent of alias's target). dshfs cleans the cwd lexically in
-// cwdDisplay before paths.go:resolve tests it for "..", so the rule never
-// fires for the cwd: "alias/.." becomes the root instead of proj/.
+// The reference implementation applies the same rule when the cwd itself has a
+// ".." segment (session-cwd.ts tests the cwd; realpath resolves "alias/.." to
+// the parent of alias's target). dshfs cleans the cwd lexically in cwdDisplay
+// before paths.go:resolve tests it for "..", so the rule never fires for the
+// cwd: "alias/.." becomes the root instead of proj/.
 func TestSessionCwdWithDotDotIsCanonicalised(t *testing.T) {
 	h := newHarness(t)
 	mkdir(t, h.backing("proj/sub"))

@@ -6,7 +6,7 @@ import (
 )
 
 // ToolDef is one model-facing tool: name, description and JSON Schema of its
-// arguments, byte-identical to the reference's.
+// arguments, byte-identical to the reference implementation's.
 type ToolDef struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
@@ -71,8 +71,8 @@ func readProps(readLimit int) []property {
 	}
 }
 
-// schemaJSON renders props as the reference's parameter schema: an object
-// with the properties in order and the required list, and no
+// schemaJSON renders props as the reference implementation's parameter schema:
+// an object with the properties in order and the required list, and no
 // additionalProperties.
 func schemaJSON(props []property) json.RawMessage {
 	b := []byte(`{"type":"object","properties":{`)
@@ -105,9 +105,10 @@ func Definitions(readLimit int) []ToolDef {
 	return toolDefs(readLimit, true, "the session's working directory (by default the mount point)")
 }
 
-// The reference's descriptions (§7) come first, byte for byte; what dshfs
-// adds follows them: what a relative file_path is relative to, what the
-// policy asks before a write or an edit, and where images are read.
+// The reference implementation's descriptions (its tool-fs package) come first,
+// byte for byte; what dshfs adds follows them: what a relative file_path is
+// relative to, what the policy asks before a write or an edit, and where images
+// are read.
 const (
 	imagesElsewhere = " For a PNG/JPEG/WebP/GIF image use read_image: read refuses it as a binary file."
 	writeNeedsRead  = " To replace an existing file, read it first in this session (unless this session just wrote or edited it); a new file needs no read."

@@ -1,16 +1,16 @@
 // Package toolapi owns the model-facing tools — read, read_image, write and
-// edit — as the reference stack defines them: their names, descriptions and
-// schemas, argument validation and its messages, path resolution against a
-// cwd, the read window, the result texts, the structured values and the
-// remedies appended to write and edit errors, what makes a file text for
-// read (text.go: the NUL sniff, UTF-8, the BOM), and the literal edit itself
-// (matching, line endings, the BOM: literal.go), which it runs inside the
-// store's Update. Model-facing text matches the reference byte for byte,
-// except where the design contract says otherwise; the texts of failures
-// are in messages.go, where the store's and the policy's typed errors are
-// worded: no package below toolapi writes one. testdata/transcripts pins
-// them all.
-// Over the same path resolution it also serves people: show, diff and
+// edit — as the reference implementation (docs/reference.md: the TypeScript
+// stack whose model-facing behaviour dshfs matches) defines them: their names,
+// descriptions and schemas, argument validation and its messages, path
+// resolution against a cwd, the read window, the result texts, the structured
+// values and the remedies appended to write and edit errors, what makes a file
+// text for read (text.go: the NUL sniff, UTF-8, the BOM), and the literal edit
+// itself (matching, line endings, the BOM: literal.go), which it runs inside
+// the store's Update. Model-facing text matches the reference implementation
+// byte for byte, except where docs/reference.md says it differs; the texts of
+// failures are in messages.go, where the store's and the policy's typed errors
+// are worded: no package below toolapi writes one. testdata/transcripts pins
+// them all. Over the same path resolution it also serves people: show, diff and
 // restore of a file's versions.
 //
 // It composes versionstore (versions, locks, publish) and policy (what each
@@ -30,7 +30,8 @@ import (
 	"github.com/dshfs/dshfs/versionstore"
 )
 
-// Config sets the read window limits; zero fields take the reference's defaults.
+// Config sets the read window limits; zero fields take the reference
+// implementation's defaults.
 type Config struct {
 	// MountPoint is where the agent sees the workspace; display paths are
 	// under it. Default: the backing directory itself.
@@ -53,7 +54,7 @@ type Config struct {
 	ImageMediaTypes []string
 }
 
-// The reference's defaults.
+// The reference implementation's defaults.
 const (
 	DefaultReadLimit         = 2000
 	DefaultReadMaxLineLength = 2000
@@ -63,7 +64,8 @@ const (
 // Request is one tool call.
 type Request struct {
 	// Actor names whose observations the call uses and updates. Empty is the
-	// reference's "no owner": edits are refused and writes only create.
+	// reference implementation's "no owner": edits are refused and writes only
+	// create.
 	Actor string `json:"actor,omitempty"`
 	// Cwd is the absolute directory relative paths resolve against.
 	Cwd       string          `json:"cwd,omitempty"`
@@ -79,7 +81,7 @@ type Result struct {
 }
 
 // ErrorInfo describes a failed call. Code is empty for argument errors,
-// which the reference raises without a code.
+// which the reference implementation raises without a code.
 type ErrorInfo struct {
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message"`
@@ -193,8 +195,9 @@ func failure(verb string, err error) Result {
 	return Result{Text: "Error: " + info.Message, IsError: true, Error: info}
 }
 
-// observe records what actor saw. A failure to record makes the call an
-// error even though any mutation already committed, as in the reference.
+// observe records what actor saw. A failure to record makes the call an error
+// even though any mutation already committed, as in the reference
+// implementation.
 func (s *Service) observe(actor string, t versionstore.Target, verb string, o policy.Observation) error {
 	if s.policy == nil {
 		return nil

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	cquote "github.com/dshfs/dshfs/internal/quote" // toolapi has its own quote, the reference's
+	cquote "github.com/dshfs/dshfs/internal/quote" // toolapi has its own quote, the reference implementation's
 	"github.com/dshfs/dshfs/versionstore"
 )
 

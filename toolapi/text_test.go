@@ -47,8 +47,8 @@ func TestTextDecoder(t *testing.T) {
 	}
 }
 
-// A file that is not text is refused in the reference's words: a NUL in
-// the first 8192 bytes is "binary file" whatever follows, invalid UTF-8
+// A file that is not text is refused in the reference implementation's words: a
+// NUL in the first 8192 bytes is "binary file" whatever follows, invalid UTF-8
 // anywhere (a rune cut short at the end too) is "invalid UTF-8 text".
 func TestTextDecoderRefusals(t *testing.T) {
 	for _, tc := range []struct{ content, want string }{

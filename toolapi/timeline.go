@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	cquote "github.com/dshfs/dshfs/internal/quote" // toolapi has its own quote, the reference's
+	cquote "github.com/dshfs/dshfs/internal/quote" // toolapi has its own quote, the reference implementation's
 	"github.com/dshfs/dshfs/versionstore"
 )
 

@@ -16,9 +16,9 @@ type ReadValue struct {
 	Version    versionstore.Version `json:"version"`
 }
 
-// WriteValue is the structured outcome of write. Like every value it
-// carries facts the backend resolved, never the file's contents (the
-// reference keeps before and after inside the execution): a harness that
+// WriteValue is the structured outcome of write. Like every value it carries
+// facts the backend resolved, never the file's contents (the reference
+// implementation keeps before and after inside the execution): a harness that
 // wants the change asks for the diff of previous_version and version.
 type WriteValue struct {
 	Path      string               `json:"path"`
@@ -81,7 +81,8 @@ func (s *Service) read(ctx context.Context, req Request) Result {
 	}
 }
 
-// readArgs applies the reference's read argument checks, in order.
+// readArgs applies the reference implementation's read argument checks, in
+// order.
 func (s *Service) readArgs(a args) (p string, offset, limit int, err error) {
 	if p, err = a.filePath(); err != nil {
 		return

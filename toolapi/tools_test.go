@@ -12,7 +12,8 @@ import (
 	"github.com/dshfs/dshfs/versionstore"
 )
 
-// The reference's schemas (§7), compact JSON with properties in order.
+// The reference implementation's schemas (its tool-fs package), compact JSON
+// with properties in order.
 const (
 	readSchemaFmt = `{"type":"object","properties":{` +
 		`"file_path":{"type":"string","description":"Path to read, resolved by the filesystem backend."},` +
@@ -36,8 +37,8 @@ const (
 
 func readSchema(limit string) string { return strings.Replace(readSchemaFmt, "%s", limit, 1) }
 
-// The reference's tool descriptions (§7), which each dshfs description
-// begins with.
+// The reference implementation's tool descriptions (its tool-fs package), which
+// each dshfs description begins with.
 const (
 	descRead      = "Read a UTF-8 text file and return line-numbered content."
 	descReadImage = "Read a PNG/JPEG/WebP/GIF file and return the image itself. Requires the current model to accept image input."
@@ -56,7 +57,7 @@ func jsonQuote(s string) string {
 
 // A model is told what a write or an edit needs first, where relative paths
 // lead, and where images are read; a bare deployment needs no read first.
-// Each description still begins with the reference's.
+// Each description still begins with the reference implementation's.
 func TestToolDescriptionsSayWhatTheyNeed(t *testing.T) {
 	h := newHarness(t)
 	h.put("sub/f.txt", "x\n")
@@ -81,7 +82,7 @@ func TestToolDescriptionsSayWhatTheyNeed(t *testing.T) {
 			t.Errorf("%s without a mount: %q, want %q in it", d.Name, d.Description, want)
 		}
 		if ref := []string{descRead, descReadImage, descWrite, descEdit}[i]; !strings.HasPrefix(d.Description, ref) {
-			t.Errorf("%s: %q does not begin with the reference's %q", d.Name, d.Description, ref)
+			t.Errorf("%s: %q does not begin with the reference implementation's %q", d.Name, d.Description, ref)
 		}
 	}
 }
@@ -251,7 +252,7 @@ func TestReadArgumentErrors(t *testing.T) {
 		{`{"file_path":""}`, "file_path must be a non-empty string"},
 		{`{"file_path":"   "}`, "file_path must be a non-empty string"},
 		{`{"file_path":"\t\n "}`, "file_path must be a non-empty string"},
-		// The checks run in the reference's order.
+		// The checks run in the reference implementation's order.
 		{`{"file_path":" ","offset":0,"limit":0}`, "file_path must be a non-empty string"},
 		{`{"file_path":"f.txt","offset":0,"limit":0}`, "offset must be a positive integer"},
 		{`{"file_path":"f.txt","offset":1.5,"limit":99999}`, "offset must be a positive integer"},

@@ -15,10 +15,10 @@ type Line struct {
 // window builds the visible part of a text file in one pass over its decoded
 // chunks.
 //
-// It ports the reference buildWindow byte for byte, because the model sees
-// its output. Lengths are therefore measured in UTF-16 code units, as in
-// JavaScript, and each line is only scanned up to maxLineLength+1 units so
-// that memory stays bounded however long a line is.
+// It ports the reference implementation's buildWindow byte for byte, because the
+// model sees its output. Lengths are therefore measured in UTF-16 code units,
+// as in JavaScript, and each line is only scanned up to maxLineLength+1 units
+// so that memory stays bounded however long a line is.
 type window struct {
 	offset, limit, maxLineLength, maxBytes int
 
@@ -76,7 +76,8 @@ func (w *window) Finish() (lines []Line, totalLines int, truncatedByBytes bool) 
 		w.flush()
 	}
 	if w.lines == nil {
-		// Encode as [] rather than null in JSON, like the reference.
+		// Encode as [] rather than null in JSON, like the reference
+		// implementation.
 		w.lines = []Line{}
 	}
 	return w.lines, w.totalLines, w.truncated
@@ -186,10 +187,11 @@ func (w *window) flush() {
 // lineText returns the current line as shown: without one trailing '\r' and
 // cut to maxLineLength units.
 //
-// Like the reference, the '\r' is stripped from the capped line. For a line
-// longer than maxLineLength+1 units this looks at unit maxLineLength, and if
-// that is a '\r' the line is shown cut to maxLineLength units with no
-// truncation marker. This quirk is deliberate, to match the reference.
+// Like the reference implementation, the '\r' is stripped from the capped line.
+// For a line longer than maxLineLength+1 units this looks at unit
+// maxLineLength, and if that is a '\r' the line is shown cut to maxLineLength
+// units with no truncation marker. This quirk is deliberate, to match the
+// reference implementation.
 func (w *window) lineText() string {
 	units, text := w.units, w.buf
 	if w.lastCR {

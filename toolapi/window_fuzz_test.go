@@ -10,8 +10,8 @@ import (
 )
 
 // referenceWindow is a direct, whole-input transcription of the reference
-// buildWindow, working on UTF-16 like JavaScript does. It shares no code with
-// window, so that the fuzzer can check one against the other.
+// implementation's buildWindow, working on UTF-16 like JavaScript does. It shares
+// no code with window, so that the fuzzer can check one against the other.
 func referenceWindow(text string, p windowParams) windowResult {
 	parts := strings.Split(text, "\n")
 	if parts[len(parts)-1] == "" {
@@ -115,7 +115,8 @@ func FuzzWindow(f *testing.F) {
 	})
 }
 
-// checkWindowInvariants checks properties that hold whatever the reference.
+// checkWindowInvariants checks properties that hold whatever the reference
+// implementation does.
 func checkWindowInvariants(t *testing.T, p windowParams, r windowResult) {
 	t.Helper()
 	if len(r.Lines) > p.limit {

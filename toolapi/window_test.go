@@ -196,8 +196,8 @@ func TestWindowLines(t *testing.T) {
 		{"max plus one", "abcde", 4, []string{"abcd... (line truncated to 4 chars)"}, 1, false},
 		{"max plus cr", "abcd\r\n", 4, []string{"abcd"}, 1, false},
 		{"max plus one plus cr", "abcde\r", 4, []string{"abcd... (line truncated to 4 chars)"}, 1, false},
-		// The reference strips '\r' from the line capped at max+1 units, so a
-		// '\r' right after the cut hides the truncation.
+		// The reference implementation strips '\r' from the line capped at
+		// max+1 units, so a '\r' right after the cut hides the truncation.
 		{"cr at cap quirk", "abcd\rXYZ", 4, []string{"abcd"}, 1, false},
 		{"cr at cap quirk crlf", "abcd\rXYZ\r\nq", 4, []string{"abcd", "q"}, 2, false},
 		{"cr past cap", "abcde\rXYZ", 4, []string{"abcd... (line truncated to 4 chars)"}, 1, false},
@@ -278,7 +278,8 @@ func TestWindowOffsetPastEnd(t *testing.T) {
 }
 
 func TestWindowNoLinesIsEmptyNotNil(t *testing.T) {
-	// Callers may marshal the lines; the reference gives [] rather than null.
+	// Callers may marshal the lines; the reference implementation gives []
+	// rather than null.
 	for _, text := range []string{"", "too long for the cap"} {
 		p := defaultWindowParams()
 		p.maxBytes = 4

@@ -444,7 +444,7 @@ func TestLargeFewChanges(t *testing.T) {
 
 // A large file with many scattered one-line changes diffs as exactly
 // those changes: one hunk each, nothing else replaced. This is why dshfs
-// keeps its own diff (README, Dependencies): go-udiff's approximate LCS,
+// keeps its own diff (docs/dependencies.md): go-udiff's approximate LCS,
 // on this input, stops matching after about 1,250 lines and replaces the
 // remaining 17,000 wholesale, ten times the diff.
 func TestLargeManyChanges(t *testing.T) {

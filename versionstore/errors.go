@@ -7,11 +7,12 @@ import (
 	"syscall"
 )
 
-// Code is one of the reference's filesystem error codes. The set is closed:
-// callers switch on it and harnesses match it, so no code is ever invented.
+// Code is one of the reference implementation's filesystem error codes. The set
+// is closed: callers switch on it and harnesses match it, so no code is ever
+// invented.
 type Code string
 
-// The error codes of the reference stack, exactly.
+// The error codes of the reference implementation, exactly.
 const (
 	CodeNotFound         Code = "FS_NOT_FOUND"
 	CodeNotDirectory     Code = "FS_NOT_DIRECTORY"
@@ -80,7 +81,8 @@ var reasons = [...]struct {
 	ReasonIndexRead:    {CodeIOError, "index not read"},
 }
 
-// Code is the reference code a failure of this reason carries.
+// Code is the reference implementation's error code a failure of this
+// reason carries.
 func (r Reason) Code() Code { return reasons[r].code }
 
 func (r Reason) String() string { return reasons[r].name }

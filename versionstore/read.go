@@ -13,18 +13,19 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// chunkSize is the streaming read unit, as the reference's read stream.
+// chunkSize is the streaming read unit, as the reference implementation's read
+// stream.
 const chunkSize = 64 << 10
 
 // chunkPool recycles read buffers: a read of a small file should not cost a
 // 64 KiB allocation.
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
 
-// statTarget stats t's key, never following a symlink: the key has every
-// link resolved, so a link there is a dangling one the resolver kept as
-// the key (absent, as the reference says) or one put there since, which
-// must not lead anywhere. An absent file is (nil, nil); a directory on the
-// way that is a link or a file now is FS_NOT_FOUND (ReasonParentNotDir).
+// statTarget stats t's key, never following a symlink: the key has every link
+// resolved, so a link there is a dangling one the resolver kept as the key
+// (absent, as the reference implementation says) or one put there since, which
+// must not lead anywhere. An absent file is (nil, nil); a directory on the way
+// that is a link or a file now is FS_NOT_FOUND (ReasonParentNotDir).
 func (s *Store) statTarget(t Target, verb string) (fs.FileInfo, error) {
 	fi, err := s.lstatKey(t.Key)
 	switch {

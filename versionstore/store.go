@@ -18,6 +18,10 @@
 // operation and display path), which toolapi words. What makes a file text
 // and what an edit means (literal matching, line endings, the BOM) are
 // toolapi's too.
+//
+// The error codes, the write intents and their order of checks follow the
+// reference implementation (docs/reference.md: the TypeScript stack whose
+// model-facing behaviour dshfs matches).
 package versionstore
 
 import (

@@ -15,7 +15,7 @@ import (
 // IntentKind is the guard a write runs under.
 type IntentKind int
 
-// The three write intents of the reference.
+// The three write intents of the reference implementation.
 const (
 	// IntentNone writes unconditionally (create or overwrite).
 	IntentNone IntentKind = iota
@@ -45,14 +45,14 @@ type UpdateResult struct {
 	Previous Version // the version updated
 }
 
-// DefaultDiffBasisMaxBytes is the reference's limit for the prior text kept
-// for a write's diff.
+// DefaultDiffBasisMaxBytes is the reference implementation's limit for the
+// prior text kept for a write's diff.
 const DefaultDiffBasisMaxBytes = 10 << 20
 
 // WriteText writes content to t atomically under t's lock, if intent allows.
-// Errors follow the reference: FS_NOT_REGULAR_FILE for a non-file target;
-// FS_STALE_VERSION when a guarded replace meets a missing or different file;
-// FS_NOT_OBSERVED when a guarded create meets an existing file.
+// Errors follow the reference implementation: FS_NOT_REGULAR_FILE for a
+// non-file target; FS_STALE_VERSION when a guarded replace meets a missing or
+// different file; FS_NOT_OBSERVED when a guarded create meets an existing file.
 func (s *Store) WriteText(ctx context.Context, t Target, content string, intent Intent, w Writer, also ...AlsoCommit) (WriteResult, error) {
 	var res WriteResult
 	if ctx.Err() != nil {
@@ -104,9 +104,9 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 	return res, err
 }
 
-// writeAllowed applies the reference's order of write checks, and refuses
-// to publish over writes in progress through the mount: they would land in
-// the replaced inode and be lost.
+// writeAllowed applies the reference implementation's order of write checks,
+// and refuses to publish over writes in progress through the mount: they would
+// land in the replaced inode and be lost.
 func (s *Store) writeAllowed(t Target, cur snapshot, intent Intent) error {
 	if cur.fi != nil && !cur.fi.Mode().IsRegular() {
 		return fail(ReasonNotRegular, "write", t.Display)
@@ -130,15 +130,15 @@ func (s *Store) writeAllowed(t Target, cur snapshot, intent Intent) error {
 	return nil
 }
 
-// Update replaces the bytes of the existing regular file t with what fn
-// makes of its current bytes, under t's lock, in bbolt's shape: fn runs
-// with the lock held and the file unchanged underneath it, and an error
-// from fn is returned as it is, with nothing written. With expect set the
-// file must still be at that version (compare-and-swap); the check comes
-// before fn, so fn never sees stale bytes. A missing target is
-// FS_STALE_VERSION (ReasonChanged) even without expect, as
-// the reference's edit has it. fn must not keep current past its return.
-// Errors have an empty Op: the caller names the operation.
+// Update replaces the bytes of the existing regular file t with what fn makes
+// of its current bytes, under t's lock, in bbolt's shape: fn runs with the lock
+// held and the file unchanged underneath it, and an error from fn is returned
+// as it is, with nothing written. With expect set the file must still be at
+// that version (compare-and-swap); the check comes before fn, so fn never sees
+// stale bytes. A missing target is FS_STALE_VERSION (ReasonChanged) even
+// without expect, as the reference implementation's edit has it. fn must not
+// keep current past its return. Errors have an empty Op: the caller names the
+// operation.
 func (s *Store) Update(ctx context.Context, t Target, expect *Version, fn func(current []byte) ([]byte, error), w Writer, also ...AlsoCommit) (UpdateResult, error) {
 	var res UpdateResult
 	if ctx.Err() != nil {
@@ -513,7 +513,7 @@ func (s *Store) writeTemp(d keyDir, data []byte, perm fs.FileMode, owner *Owner,
 
 // chownLike gives f the owner of prior when they differ and the process may
 // (a root daemon keeps a user's file theirs). Failure is not an error: the
-// reference never preserves ownership.
+// reference implementation never preserves ownership.
 func chownLike(f *os.File, prior fs.FileInfo) {
 	uid, gid, ok := ownerOf(prior)
 	if !ok {
@@ -538,7 +538,8 @@ func tempName(base string) string {
 	return fmt.Sprintf(".%s.dshfs-%s.tmp", base, hex.EncodeToString(r[:]))
 }
 
-// createFailure maps a failed no-replace publish the way the reference does.
+// createFailure maps a failed no-replace publish the way the reference
+// implementation does.
 func (s *Store) createFailure(d keyDir, t Target, err error) error {
 	fi, lerr := d.lstat(d.name)
 	switch {

@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// Exit codes, documented in --help and the README. Each means one thing.
+// Exit codes, documented in --help and docs/using.md. Each means one thing.
 const (
 	exitOK          = 0
 	exitToolError   = 1 // a tool call returned an error result; a restore or rewind met a conflict

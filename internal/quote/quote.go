@@ -13,9 +13,10 @@
 // of it help nobody. C1 controls (U+0080–U+009F) are quoted, for some
 // terminals act on them as on ESC.
 //
-// The package only formats text; it never decides what is shown. JSON
-// output does not use it (JSON escapes control characters itself), nor does
-// the text the model reads, which is the reference's byte for byte.
+// The package only formats text; it never decides what is shown. JSON output
+// does not use it (JSON escapes control characters itself), nor does the text
+// the model reads, which is the reference implementation's byte for byte
+// (docs/reference.md).
 package quote
 
 import (

@@ -4,7 +4,7 @@
 # It installs Claude Code, Codex and OpenCode (the versions pinned in
 # package-lock.json beside this file) with npm into the user's cache
 # directory, builds dshfs, mounts a throwaway workspace and registers dshfs
-# with each harness the way the README says, each harness with its own
+# with each harness the way docs/harnesses.md says, each harness with its own
 # throwaway HOME. Then:
 #   - `claude mcp list` must print "✔ Connected", and `claude -p`, its model
 #     played by a local stand-in for the Messages API (standin.mjs), calls
