@@ -75,6 +75,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	calls, sessions := s.calls.close(), s.sessions.close()
 	s.stop() // the MCP sessions are told to end
+	s.closeFresh()
 	var errs []error
 	if hs != nil {
 		errs = append(errs, ignoreClosed(hs.Shutdown(ctx)))
@@ -91,6 +92,36 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer cancel()
 	waitAll(grace, calls, sessions)
 	return errors.Join(append(errs, ctx.Err())...)
+}
+
+// connState keeps the set of connections that have not sent a request; one
+// that arrives while draining is closed at once.
+func (s *Server) connState(c net.Conn, st http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st != http.StateNew {
+		delete(s.fresh, c)
+		return
+	}
+	if s.draining.Load() {
+		c.Close()
+		return
+	}
+	if s.fresh == nil {
+		s.fresh = map[net.Conn]struct{}{}
+	}
+	s.fresh[c] = struct{}{}
+}
+
+// closeFresh closes the connections that have not sent a request: net/http
+// would wait until each is 5 s old before it closed them.
+func (s *Server) closeFresh() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.fresh {
+		c.Close()
+	}
+	clear(s.fresh)
 }
 
 // waitAll waits for every channel to be closed, or ctx to be done.

@@ -62,3 +62,29 @@ func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
 }
+
+// A connection that never sent a request holds no call: Shutdown closes it
+// at once rather than waiting the 5 s net/http gives such a connection.
+func TestShutdownDoesNotWaitForASilentConnection(t *testing.T) {
+	d := startDaemon(t, 0)
+	silent, err := dial(context.Background(), d.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	if !testfuse.WaitFor(30*time.Second, func() bool { return d.srv.open.Load() == 1 }) {
+		t.Fatal("the connection was never accepted")
+	}
+	start := time.Now()
+	if err := d.srv.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	// net/http closes a silent connection only once it is 5 s old.
+	if took := time.Since(start); took >= 3*time.Second {
+		t.Errorf("Shutdown took %v: it waited for a connection that never sent a request", took.Round(time.Millisecond))
+	}
+	silent.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if n, err := silent.Read(make([]byte, 1)); n != 0 || err == nil || isTimeout(err) {
+		t.Errorf("the silent connection read %d bytes, %v, after Shutdown; want it closed", n, err)
+	}
+}

@@ -78,6 +78,9 @@ type Server struct {
 	mu  sync.Mutex
 	ops map[string]*atomic.Int64
 	hs  *http.Server // Serve's (for Shutdown)
+	// fresh are the connections that have not sent a request yet: no call
+	// of theirs is under way, so Shutdown closes them at once.
+	fresh map[net.Conn]struct{}
 
 	draining atomic.Bool // Shutdown has begun (drain.go)
 	calls    tracker     // requests being answered
@@ -207,6 +210,7 @@ func (s *Server) httpServer() *http.Server {
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return s.callCtx },
 		ConnContext:       withPeerUID,
+		ConnState:         s.connState,
 	}
 }
 
