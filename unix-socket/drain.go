@@ -75,7 +75,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	calls, sessions := s.calls.close(), s.sessions.close()
 	s.stop() // the MCP sessions are told to end
-	s.closeFresh()
 	var errs []error
 	if hs != nil {
 		errs = append(errs, ignoreClosed(hs.Shutdown(ctx)))

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/dshfs/dshfs/internal/testfuse"
 )
 
 // A client made for a peer sends nothing to a socket that is not that
@@ -44,6 +47,7 @@ func TestClientChecksItsPeer(t *testing.T) {
 	}()
 	ctx := context.Background()
 	me := Peer{UID: os.Geteuid(), Pid: os.Getpid()}
+	var want int64 // connections the cases so far must have made
 	for _, tc := range []struct {
 		name    string
 		owner   int // the socket file's owner
@@ -66,9 +70,18 @@ func TestClientChecksItsPeer(t *testing.T) {
 		if !errors.Is(err, ErrWrongPeer) {
 			t.Errorf("%s: OpenMCP: %v, want %v", tc.name, err, ErrWrongPeer)
 		}
+		if tc.connect {
+			want += 2 // Status's and OpenMCP's, each dropped unused
+		}
+		// The accepts lag the dials: wait for those expected, so that a
+		// late one is not taken for the next case's.
+		testfuse.WaitFor(10*time.Second, func() bool { return conns.Load() >= want })
 		if made := conns.Load() > before; !tc.connect && made {
 			t.Errorf("%s: the client connected", tc.name)
 		}
+	}
+	if n := conns.Load(); n != want {
+		t.Errorf("%d connections reached the socket, want %d: a case that must not connect did", n, want)
 	}
 	if n := requests.Load(); n != 0 {
 		t.Fatalf("%d requests reached a socket that is not the peer's", n)

@@ -185,6 +185,7 @@ func (s *Server) Handler() http.Handler {
 // up or when Serve returns.
 func (s *Server) Serve(l net.Listener) error {
 	hs := s.httpServer()
+	hs.RegisterOnShutdown(s.closeFresh) // run once the listener is closed
 	s.mu.Lock()
 	s.hs = hs
 	s.mu.Unlock()
