@@ -93,11 +93,13 @@ func readmeQuickstart(readme string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	const marker = "<!-- quickstart: run as written by integration/testdata/script/quickstart.txtar -->"
-	_, rest, ok := strings.Cut(string(b), marker+"\n```sh\n")
+	const marker = "<!-- quickstart:"
+	_, rest, ok := strings.Cut(string(b), marker)
+	_, rest, _ = strings.Cut(rest, "-->")
+	rest, opened := strings.CutPrefix(rest, "\n```sh\n")
 	block, _, closed := strings.Cut(rest, "\n```\n")
-	if !ok || !closed {
-		return "", fmt.Errorf("%s has no sh block after %q", readme, marker)
+	if !ok || !opened || !closed {
+		return "", fmt.Errorf("%s has no sh block after a %q comment", readme, marker)
 	}
 	return block + "\n", nil
 }
