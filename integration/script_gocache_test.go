@@ -54,7 +54,7 @@ func modproxyCmd(ts *testscript.TestScript, neg bool, args []string) {
 // action entry (NAME-a, which a build looks up) and its output (NAME-d).
 // They are the entries the go command of another user finds there for the
 // same packages, since a package in GOROOT is compiled the same wherever
-// the build runs.
+// the build runs. It prints the packages' import paths.
 func stdcacheCmd(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: stdcache DIR")
@@ -70,6 +70,7 @@ func stdcacheCmd(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Check(copyFile(f, filepath.Join(dst, filepath.Base(filepath.Dir(f)), filepath.Base(f))))
 		}
 	}
+	fmt.Fprintln(ts.Stdout(), strings.Join(std, "\n"))
 }
 
 // actionEntry finds in the build cache holding export (OUTPUTID-d) the
