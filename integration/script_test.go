@@ -31,6 +31,10 @@ import (
 //	                        script's own ($FUSENS: nsenter --mount --target)
 //	flockdir DIR | -u       this process takes (-u: lets go) a flock on DIR,
 //	                        as a daemon holds one on its backing directory
+//	modproxy DIR            DIR: a module proxy (GOPROXY=file://DIR) with
+//	                        the modules the checkout builds with
+//	stdcache DIR            DIR: a build cache holding the standard library
+//	                        as compiled for cmd/dshfs
 //	[fusermount]            a setuid fusermount3 is installed (in CI: must be)
 //	[user_allow_other]      /etc/fuse.conf lets users mount with allow_other
 //
@@ -54,6 +58,8 @@ func TestScripts(t *testing.T) {
 			"fusedev":   fusedevCmd,
 			"flockdir":  flockdirCmd,
 			"jsonfield": jsonfieldCmd,
+			"modproxy":  modproxyCmd,
+			"stdcache":  stdcacheCmd,
 		},
 		Condition: scriptCondition,
 		Setup: func(env *testscript.Env) error {
@@ -87,11 +93,13 @@ func readmeQuickstart(readme string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	const marker = "<!-- quickstart: run as written by integration/testdata/script/quickstart.txtar -->"
-	_, rest, ok := strings.Cut(string(b), marker+"\n```sh\n")
+	const marker = "<!-- quickstart:"
+	_, rest, ok := strings.Cut(string(b), marker)
+	_, rest, _ = strings.Cut(rest, "-->")
+	rest, opened := strings.CutPrefix(rest, "\n```sh\n")
 	block, _, closed := strings.Cut(rest, "\n```\n")
-	if !ok || !closed {
-		return "", fmt.Errorf("%s has no sh block after %q", readme, marker)
+	if !ok || !opened || !closed {
+		return "", fmt.Errorf("%s has no sh block after a %q comment", readme, marker)
 	}
 	return block + "\n", nil
 }

@@ -158,9 +158,6 @@ env_key = "STANDIN_KEY"
 [mcp_servers.dshfs]
 command = "dshfs"
 args = ["mcp", "--mount", "$mnt"]
-# Codex hands an MCP server only a few variables (HOME, PATH, ...); this
-# mount's state is not under HOME.
-env_vars = ["XDG_STATE_HOME"]
 # codex exec approves nothing: let dshfs's tools run (a stale write or edit
 # is refused by dshfs itself).
 default_tools_approval_mode = "approve"
