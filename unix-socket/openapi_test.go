@@ -367,3 +367,12 @@ type writingOnly string
 func (w writingOnly) Writing(key string) bool { return key == string(w) }
 func (w writingOnly) Count() int              { return 1 }
 func (w writingOnly) Owed() []string          { return []string{string(w)} }
+
+// Released and Idle never close: the file stays being written.
+func (w writingOnly) Released(key string) <-chan struct{} {
+	if key != string(w) {
+		return nil
+	}
+	return make(chan struct{})
+}
+func (w writingOnly) Idle() <-chan struct{} { return make(chan struct{}) }

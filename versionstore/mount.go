@@ -81,6 +81,12 @@ type Writers interface {
 	// not committed yet (with kernel passthrough, all of them: their
 	// writes are not seen).
 	Owed() []string
+	// Released is closed once the file at key is no longer being written
+	// there (its last writer let go, or it was renamed or unlinked); nil
+	// when it is not being written now. A waiter is told, not polling.
+	Released(key string) <-chan struct{}
+	// Idle is closed once no file is being written; nil when none is now.
+	Idle() <-chan struct{}
 }
 
 // WriterNamer is Writers that can also say who writes a file: the writer
@@ -131,9 +137,31 @@ func (s *Store) owed() []string {
 // may still hold them for a moment (the kernel releases a closed file after
 // close returns).
 func (s *Store) awaitMountWriters(ctx context.Context) {
-	deadline := time.Now().Add(writerGrace)
-	for s.beingWritten() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(2 * time.Millisecond)
+	s.awaitReleased(ctx, Writers.Idle)
+}
+
+// awaitReleased waits, up to writerGrace, until released (of the attached
+// Writers) is nil: each wait is for its channel to be closed, and a
+// channel closed while another writer took over is followed by the next.
+func (s *Store) awaitReleased(ctx context.Context, released func(Writers) <-chan struct{}) {
+	b, _ := s.writers.Load().(writersBox)
+	if b.w == nil {
+		return
+	}
+	grace := time.NewTimer(writerGrace)
+	defer grace.Stop()
+	for {
+		ch := released(b.w)
+		if ch == nil {
+			return
+		}
+		select {
+		case <-ch:
+		case <-grace.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

@@ -557,13 +557,8 @@ func (s *Store) createFailure(d keyDir, t Target, err error) error {
 const writerGrace = 250 * time.Millisecond
 
 // awaitWriters waits, up to writerGrace and without the file's lock, for
-// key's dirty mark to clear. The caller checks it again under the lock.
+// key to be no longer being written. The caller checks it again under the
+// lock.
 func (s *Store) awaitWriters(ctx context.Context, key string) {
-	if !s.dirty(key) {
-		return
-	}
-	deadline := time.Now().Add(writerGrace)
-	for s.dirty(key) && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(2 * time.Millisecond)
-	}
+	s.awaitReleased(ctx, func(w Writers) <-chan struct{} { return w.Released(key) })
 }
