@@ -35,7 +35,7 @@ func (f *FS) endWritingLocked(n *node, w versionstore.Writer, ro int) {
 		unix.Close(ro)
 	}
 	if key, owed, last := f.writers.ending(n); last && owed && key != "" {
-		_, err := f.store.Refresh(key, w)
+		_, err := f.mount.Refresh(key, w)
 		f.logErr("commit version", key, err)
 	}
 	// Else others still write, it was committed since, or it left the tree.
@@ -55,7 +55,7 @@ func (f *FS) commitWriting(n *node, w versionstore.Writer, unseen bool) {
 		return
 	}
 	if key, owed := f.writers.paid(n, unseen); owed {
-		_, err := f.store.Refresh(key, w)
+		_, err := f.mount.Refresh(key, w)
 		f.logErr("commit version", key, err)
 	}
 }
@@ -67,7 +67,7 @@ func (f *FS) refresh(n *node, key string, w versionstore.Writer) {
 	if n != nil && f.writers.owe(n) {
 		return
 	}
-	_, err := f.store.Refresh(key, f.actors.attribute(w))
+	_, err := f.mount.Refresh(key, f.actors.attribute(w))
 	f.logErr("commit version", key, err)
 }
 

@@ -39,7 +39,7 @@ func (f *FS) stillMapped(ro int) bool {
 // Callers hold n's key's lock.
 func (f *FS) linger(n *node, w versionstore.Writer, ro int) {
 	if key := f.writers.linger(n, ro, w); key != "" {
-		_, err := f.store.Refresh(key, w)
+		_, err := f.mount.Refresh(key, w)
 		f.logErr("commit version", key, err)
 	}
 	time.AfterFunc(mappedFirst, func() { f.recheckMapped(n, w, mappedFirst) })

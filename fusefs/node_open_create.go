@@ -165,14 +165,14 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, errno
 	}
 	defer done()
-	unlock := n.fsys.store.Locks().Lock(key)
+	unlock := n.fsys.mount.Locks().Lock(key)
 	defer unlock()
 	ffd, errno := n.createFile(ctx, fd, name, flags, mode)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
 	n.fsys.logErr("give a new file to its creator", key, giveToCaller(ctx, nodeRef{ffd, fd, name}, mode))
-	n.fsys.store.Created(key)
+	n.fsys.mount.Created(key)
 	var st unix.Stat_t
 	if err := unix.Fstat(ffd, &st); err != nil {
 		unix.Close(ffd)

@@ -166,7 +166,7 @@ func (tr *transcript) step(line string) {
 func (tr *transcript) mountWriters() *scriptWriters {
 	if tr.writers == nil {
 		tr.writers = &scriptWriters{by: map[string]versionstore.Writer{}, released: map[string]chan struct{}{}}
-		tr.h.store.AttachWriters(tr.writers)
+		tr.h.store.AttachMount(tr.writers)
 	}
 	return tr.writers
 }

@@ -277,7 +277,7 @@ func (w *writingSet) Idle() <-chan struct{} {
 func (ts *testStore) markWriting(key string) {
 	if ts.writingSet == nil {
 		ts.writingSet = &writingSet{keys: map[string]bool{}, released: map[string]chan struct{}{}}
-		ts.AttachWriters(ts.writingSet)
+		ts.AttachMount(ts.writingSet)
 	}
 	ts.writingSet.mu.Lock()
 	ts.writingSet.keys[key] = true

@@ -18,6 +18,12 @@
 // operation and display path), which toolapi words. What makes a file text
 // and what an edit means (literal matching, line endings, the BOM) are
 // toolapi's too.
+//
+// The mount's side of the store is one type, Mount (mount.go), returned
+// when a mount attaches: the operations only the mount calls, the batch of
+// its versions not yet committed, the marks of the files it just created
+// or renamed, and the registry of the files it is writing. The tools and
+// the CLI never see it.
 package versionstore
 
 import (
@@ -90,8 +96,7 @@ type Store struct {
 	euid     int // who follows symlinks for the tools (protectedSymlink)
 	now      func() time.Time
 
-	baselined atomic.Bool  // a walk has indexed the whole workspace (walk.go)
-	writers   atomic.Value // writersBox: the files the mount is writing (mount.go)
+	baselined atomic.Bool // a walk has indexed the whole workspace (walk.go)
 
 	historyLimit int
 	diffBasisMax int
@@ -99,7 +104,7 @@ type Store struct {
 	dirMode      fs.FileMode
 
 	onPublish func(key string)
-	mount     mountState
+	mount     Mount // the mount's side (mount.go)
 
 	objects *objectStore
 	retain  retention
@@ -159,6 +164,7 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 
 		syncPublishes: opts.SyncPublishes,
 	}
+	s.mount.s = s
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -311,9 +317,6 @@ func (s *Store) DB() *bolt.DB { return s.db }
 
 // Root is the real absolute path of the workspace directory.
 func (s *Store) Root() string { return s.rootPath }
-
-// Locks is the per-file lock table, shared with the FUSE layer.
-func (s *Store) Locks() *Locks { return &s.locks }
 
 // Close stops the sync loop and collection, commits the mount's last batch,
 // settles the tool writes, marks the index clean and closes it. Its caller
