@@ -18,8 +18,7 @@ import (
 // writable mapping that outlived its close — it stays being written until
 // it is not (mapped.go).
 func (f *FS) endWriting(n *node, w versionstore.Writer, ro int) {
-	f.writers.moves.RLock() // a directory renamed above n is renamed whole first
-	defer f.writers.moves.RUnlock()
+	defer f.writers.holdMoves(false)() // a directory renamed above n is renamed whole first
 	_, unlock, _ := f.writers.lock(n)
 	defer unlock()
 	f.endWritingLocked(n, w, ro)
@@ -47,8 +46,7 @@ func (f *FS) endWritingLocked(n *node, w versionstore.Writer, ro int) {
 // being written, so no tool mutation slips in after. With unseen
 // (passthrough) the version stays owed.
 func (f *FS) commitWriting(n *node, w versionstore.Writer, unseen bool) {
-	f.writers.moves.RLock()
-	defer f.writers.moves.RUnlock()
+	defer f.writers.holdMoves(false)()
 	_, unlock, ok := f.writers.lock(n)
 	defer unlock()
 	if !ok {

@@ -87,8 +87,7 @@ func (r *renameOp) lock() (func(), syscall.Errno) {
 	}
 	unlockMoves := func() {}
 	if isDir(&st) || target && isDir(&nst) {
-		r.n.fsys.writers.moves.Lock()
-		unlockMoves = r.n.fsys.writers.moves.Unlock
+		unlockMoves = r.n.fsys.writers.holdMoves(true)
 	}
 	unlock := r.n.fsys.mount.Locks().Lock2(r.oldKey, r.newKey)
 	return func() { unlock(); unlockMoves() }, 0

@@ -22,8 +22,9 @@ import (
 // unlinked or replaced while open has no path any more, and its writes are
 // nobody's version. moves orders a directory's rename (exclusive) against
 // opens for writing and creates below it (shared), taken before any file's
-// lock: an open must not count its file at a path a rename is moving. It
-// is never held across a system call that can wait on another process
+// lock (the order of all the locks is in versionstore's lockorder.go): an
+// open must not count its file at a path a rename is moving. It is never
+// held across a system call that can wait on another process
 // (identity.go): a rename waiting for it holds up every later holder.
 type writers struct {
 	locks *versionstore.Locks
@@ -115,6 +116,19 @@ func (ws *writers) Count() int {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	return len(ws.files)
+}
+
+// holdMoves takes moves, exclusively for a rename that moves or replaces
+// a directory, else shared, and returns its release. Its place in the lock
+// order is in versionstore's lockorder.go.
+func (ws *writers) holdMoves(exclusive bool) (release func()) {
+	released := versionstore.Ranked(versionstore.RankMoves, "")
+	if exclusive {
+		ws.moves.Lock()
+		return func() { ws.moves.Unlock(); released() }
+	}
+	ws.moves.RLock()
+	return func() { ws.moves.RUnlock(); released() }
 }
 
 // Released is closed once the file at key is no longer being written

@@ -19,7 +19,8 @@ import (
 // the batch of its versions not yet committed, the marks of the files it
 // just created or renamed, and the registry of the files it is writing
 // (mountwriters.go). The tools and the CLI use the Store; the mount the
-// Store for what they share and its Mount for the rest.
+// Store for what they share and its Mount for the rest. Its locks' place in
+// the order is in lockorder.go.
 type Mount struct {
 	s       *Store
 	writers atomic.Value // writersBox: the registry the mount attached
@@ -115,7 +116,9 @@ func (s *Store) flushPending() { s.mount.flush() }
 // flush commits the queued versions, and the bytes they keep, in one
 // transaction.
 func (m *Mount) flush() {
+	released := Ranked(RankBatch, "")
 	m.flushing.Lock()
+	defer released()
 	defer m.flushing.Unlock()
 	m.mu.Lock()
 	batch := m.pending
