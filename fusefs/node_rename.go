@@ -79,7 +79,7 @@ func (r *renameOp) stat() (st, nst unix.Stat_t, target bool, err error) {
 
 // lock takes both keys' locks, and first the moves lock when a directory
 // moves or is replaced (before any file's lock, as an open takes them): no
-// open for writing below marks its file meanwhile.
+// open for writing below counts its file as being written meanwhile.
 func (r *renameOp) lock() (func(), syscall.Errno) {
 	st, nst, target, err := r.stat()
 	if err != nil {
@@ -192,7 +192,7 @@ func (f *FS) renamed(ctx context.Context, mv move) {
 		f.watch.moved(mv.oldKey, mv.newKey)
 	default:
 		// Each path records what it holds now, unless a process is still
-		// writing that file: then it stays dirty, and the writer's commit
+		// writing that file: then it stays being written, and the writer's commit
 		// records it. The journal links the two halves of a plain rename.
 		if !mv.exchange {
 			f.mount.NoteRename(mv.oldKey, mv.newKey)

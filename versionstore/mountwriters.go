@@ -5,12 +5,17 @@ import (
 	"time"
 )
 
-// Writers says which files a mount has open for writing. While one is, the
-// store refuses to let a tool replace it (the writer's later writes would
-// land in the replaced inode, lost), trusts no fingerprint of it, and
-// attributes a change to it to nobody but the writer's own commit. The mount
-// owns the answer; a store with none attached has nothing being written.
+// Writers says which files a mount has open for writing: a file is being
+// written from its first open for writing (or its creation) to its last
+// writer's release, and while it is, a version may be owed (its bytes
+// changed since its version was last committed). While a file is being
+// written, the store refuses to let a tool replace it (the writer's later
+// writes would land in the replaced inode, lost), trusts no fingerprint of
+// it, and attributes a change to it to nobody but the writer's own commit.
+// The mount owns the answer; a store with none attached has nothing being
+// written.
 type Writers interface {
+	// Writing reports whether the file at key is being written.
 	Writing(key string) bool
 	// Count is how many files are being written.
 	Count() int

@@ -15,7 +15,8 @@ import (
 
 // This file keeps the index in step with the files: recording versions that
 // tools produced, changes found behind the store's back, deletions, and the
-// dirty marks of writes in progress through the mount.
+// files being written through the mount, whose changes are their writers'
+// to commit (mountwriters.go).
 
 // change is one index update for a path.
 type change struct {
@@ -196,7 +197,7 @@ func (s *Store) probeLocked(t Target, verb string, w Writer) (current, error) {
 	}
 	fp := fingerprintOf(fi)
 	var trusted Version
-	dirty := s.mount.writing(t.Key)
+	writing := s.mount.writing(t.Key)
 	err = s.db.View(func(tx *bolt.Tx) error {
 		r, found, err := getRecord(tx, t.Key)
 		if found && r.FP == fp && !fp.racy(r.Recorded) {
@@ -207,7 +208,7 @@ func (s *Store) probeLocked(t Target, verb string, w Writer) (current, error) {
 	if err != nil {
 		return current{}, indexReadError(verb, t.Display, err)
 	}
-	if !trusted.IsZero() && !dirty {
+	if !trusted.IsZero() && !writing {
 		return current{fi: fi, version: trusted}, nil
 	}
 	at := s.now()
@@ -351,14 +352,14 @@ func (s *Store) History(key string) ([]HistoryEntry, error) {
 
 // Stats counts the index.
 type Stats struct {
-	Files int // paths with a present version
-	Dirty int // paths being written through the mount now
+	Files   int // paths with a present version
+	Writing int // files being written through the mount now
 }
 
 // Stats counts the index entries.
 func (s *Store) Stats() (Stats, error) {
 	s.flushPending()
-	st := Stats{Dirty: s.mount.writingCount()}
+	st := Stats{Writing: s.mount.writingCount()}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
 			var r record
