@@ -97,7 +97,7 @@ func (m *mount) status(pol *policy.Policy) func() unixsocket.Status {
 		if s, err := m.store.Stats(); err != nil {
 			m.log.Error("count the index", "err", err) // not "no files": the status cannot say
 		} else {
-			st.FilesIndexed, st.DirtyFiles = s.Files, s.Dirty
+			st.FilesIndexed, st.DirtyFiles = s.Files, s.Writing
 		}
 		rep, ok, err := m.store.Salvaged()
 		if err != nil {

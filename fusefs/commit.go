@@ -18,8 +18,7 @@ import (
 // writable mapping that outlived its close — it stays being written until
 // it is not (mapped.go).
 func (f *FS) endWriting(n *node, w versionstore.Writer, ro int) {
-	f.writers.moves.RLock() // a directory renamed above n is renamed whole first
-	defer f.writers.moves.RUnlock()
+	defer f.writers.holdMoves(false)() // a directory renamed above n is renamed whole first
 	_, unlock, _ := f.writers.lock(n)
 	defer unlock()
 	f.endWritingLocked(n, w, ro)
@@ -35,7 +34,7 @@ func (f *FS) endWritingLocked(n *node, w versionstore.Writer, ro int) {
 		unix.Close(ro)
 	}
 	if key, owed, last := f.writers.ending(n); last && owed && key != "" {
-		_, err := f.store.Refresh(key, w)
+		_, err := f.mount.Refresh(key, w)
 		f.logErr("commit version", key, err)
 	}
 	// Else others still write, it was committed since, or it left the tree.
@@ -47,15 +46,14 @@ func (f *FS) endWritingLocked(n *node, w versionstore.Writer, ro int) {
 // being written, so no tool mutation slips in after. With unseen
 // (passthrough) the version stays owed.
 func (f *FS) commitWriting(n *node, w versionstore.Writer, unseen bool) {
-	f.writers.moves.RLock()
-	defer f.writers.moves.RUnlock()
+	defer f.writers.holdMoves(false)()
 	_, unlock, ok := f.writers.lock(n)
 	defer unlock()
 	if !ok {
 		return
 	}
 	if key, owed := f.writers.paid(n, unseen); owed {
-		_, err := f.store.Refresh(key, w)
+		_, err := f.mount.Refresh(key, w)
 		f.logErr("commit version", key, err)
 	}
 }
@@ -67,7 +65,7 @@ func (f *FS) refresh(n *node, key string, w versionstore.Writer) {
 	if n != nil && f.writers.owe(n) {
 		return
 	}
-	_, err := f.store.Refresh(key, f.actors.attribute(w))
+	_, err := f.mount.Refresh(key, f.actors.attribute(w))
 	f.logErr("commit version", key, err)
 }
 

@@ -134,7 +134,7 @@ func (n *node) truncateRef(ctx context.Context, r nodeRef, size int64) syscall.E
 	if !ok {
 		return syscall.ENOENT
 	}
-	n.fsys.store.Preserve(key)
+	n.fsys.mount.Preserve(key)
 	// A tool publish may have replaced the file since r was opened; under
 	// the lock none can, and the name must still hold it.
 	if errno := n.is(r.dir, r.name); errno != 0 {

@@ -51,7 +51,7 @@ func (h *handle) changed(ctx context.Context, key string, wrote bool) {
 	if _, writing := h.n.fsys.writers.keyOf(h.n); !writing {
 		// The file's first writer: the bytes before are kept, and recorded
 		// as what was there, before the file counts as being written.
-		h.n.fsys.store.Preserve(key)
+		h.n.fsys.mount.Preserve(key)
 	}
 	h.n.fsys.writers.begin(h.n, key, wrote, by)
 }

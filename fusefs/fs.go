@@ -97,7 +97,8 @@ const DaemonInfoXattr = "user.dshfs.daemon"
 // FS is a mounted workspace.
 type FS struct {
 	store  *versionstore.Store
-	rootFd int // O_PATH descriptor of the backing directory
+	mount  *versionstore.Mount // the store's side for the mount alone
+	rootFd int                 // O_PATH descriptor of the backing directory
 	root   *node
 	server *fuse.Server
 	mnt    string
@@ -138,9 +139,10 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
 	f := &FS{store: store, rootFd: rootFd, mnt: mnt, log: opts.Logger, afterMake: opts.afterMake, actors: &Actors{}, info: opts.DaemonInfo,
-		writers: newWriters(store.Locks())}
+		writers: newWriters(nil)}
 	f.selfWindow = cmp.Or(opts.selfWindow, selfWindow)
-	store.AttachWriters(f.writers)
+	f.mount = store.AttachMount(f.writers)
+	f.writers.locks = f.mount.Locks()
 	if f.log == nil {
 		f.log = slog.Default()
 	}

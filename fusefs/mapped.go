@@ -39,7 +39,7 @@ func (f *FS) stillMapped(ro int) bool {
 // Callers hold n's key's lock.
 func (f *FS) linger(n *node, w versionstore.Writer, ro int) {
 	if key := f.writers.linger(n, ro, w); key != "" {
-		_, err := f.store.Refresh(key, w)
+		_, err := f.mount.Refresh(key, w)
 		f.logErr("commit version", key, err)
 	}
 	time.AfterFunc(mappedFirst, func() { f.recheckMapped(n, w, mappedFirst) })
@@ -48,8 +48,7 @@ func (f *FS) linger(n *node, w versionstore.Writer, ro int) {
 // recheckMapped asks again whether n's mapping still writes it, after
 // having waited wait.
 func (f *FS) recheckMapped(n *node, w versionstore.Writer, wait time.Duration) {
-	f.writers.moves.RLock()
-	defer f.writers.moves.RUnlock()
+	defer f.writers.holdMoves(false)()
 	_, unlock, _ := f.writers.lock(n)
 	defer unlock()
 	ro, handles := f.writers.mapping(n, false)
@@ -81,8 +80,7 @@ func (f *FS) endMapping(n *node, w versionstore.Writer) {
 func (f *FS) endMappings() {
 	for n, w := range f.writers.lingering() {
 		func() {
-			f.writers.moves.RLock()
-			defer f.writers.moves.RUnlock()
+			defer f.writers.holdMoves(false)()
 			_, unlock, _ := f.writers.lock(n)
 			defer unlock()
 			f.endMapping(n, w)

@@ -99,7 +99,7 @@ func (m *mounted) waitUnmarked() int {
 		if err != nil {
 			m.t.Fatal(err)
 		}
-		dirty = st.Dirty
+		dirty = st.Writing
 		return dirty == 0
 	})
 	return dirty

@@ -54,7 +54,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 		return nil, errno
 	}
 	defer done()
-	unlock := n.fsys.store.Locks().Lock(key)
+	unlock := n.fsys.mount.Locks().Lock(key)
 	defer unlock()
 	n.noteSelfChild(name)
 	absent := absentAt(fd, name) // else mknod fails: nothing to keep
@@ -64,7 +64,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 	}
 	if mode&syscall.S_IFMT == syscall.S_IFREG {
 		if absent {
-			n.fsys.store.Created(key)
+			n.fsys.mount.Created(key)
 		}
 		n.fsys.refresh(nil, key, writer(ctx))
 	}
@@ -144,7 +144,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 		return nil, errno
 	}
 	defer done()
-	unlock := n.fsys.store.Locks().Lock(key)
+	unlock := n.fsys.mount.Locks().Lock(key)
 	defer unlock()
 	n.noteSelfChild(name)
 	src.noteSelf()               // its link count changes
@@ -153,7 +153,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 		return nil, toErrno(err)
 	}
 	if absent {
-		n.fsys.store.Created(key)
+		n.fsys.mount.Created(key)
 	}
 	n.fsys.refresh(nil, key, writer(ctx))
 	return n.entryFd(ctx, r.fd, out)
@@ -171,14 +171,14 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 		return errno
 	}
 	defer done()
-	unlock := n.fsys.store.Locks().Lock(key)
+	unlock := n.fsys.mount.Locks().Lock(key)
 	defer unlock()
 	// The kernel checked the sticky bit against its child's owner.
 	if errno := n.childIs(fd, name); errno != 0 {
 		return errno
 	}
 	n.noteSelfChild(name)
-	n.fsys.store.Preserve(key) // what rm removes stays restorable
+	n.fsys.mount.Preserve(key) // what rm removes stays restorable
 	if err := unix.Unlinkat(fd, name, 0); err != nil {
 		return toErrno(err)
 	}

@@ -82,8 +82,7 @@ func (n *node) tryOpen(ctx context.Context, dirfd int, name string, flags uint32
 // file's lock held.
 func (n *node) countWriter(ctx context.Context, dirfd int, name string, flags uint32) (*handle, func(), syscall.Errno) {
 	ws := n.fsys.writers
-	ws.moves.RLock()
-	defer ws.moves.RUnlock()
+	defer ws.holdMoves(false)()
 	key, unlock, ok := ws.lock(n)
 	if !ok {
 		return nil, nil, syscall.ENOENT
@@ -154,8 +153,7 @@ func (n *node) awaitLease(dirfd int, name string, flags uint32) {
 var _ = (fs.NodeCreater)((*node)(nil))
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	n.fsys.writers.moves.RLock() // as an open for writing does: the directory stays put
-	defer n.fsys.writers.moves.RUnlock()
+	defer n.fsys.writers.holdMoves(false)() // as an open for writing does: the directory stays put
 	key, ok := n.childKey(name)
 	if !ok {
 		return nil, nil, 0, syscall.ENOENT
@@ -165,14 +163,14 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, errno
 	}
 	defer done()
-	unlock := n.fsys.store.Locks().Lock(key)
+	unlock := n.fsys.mount.Locks().Lock(key)
 	defer unlock()
 	ffd, errno := n.createFile(ctx, fd, name, flags, mode)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
 	n.fsys.logErr("give a new file to its creator", key, giveToCaller(ctx, nodeRef{ffd, fd, name}, mode))
-	n.fsys.store.Created(key)
+	n.fsys.mount.Created(key)
 	var st unix.Stat_t
 	if err := unix.Fstat(ffd, &st); err != nil {
 		unix.Close(ffd)

@@ -79,7 +79,7 @@ func (r *renameOp) stat() (st, nst unix.Stat_t, target bool, err error) {
 
 // lock takes both keys' locks, and first the moves lock when a directory
 // moves or is replaced (before any file's lock, as an open takes them): no
-// open for writing below marks its file meanwhile.
+// open for writing below counts its file as being written meanwhile.
 func (r *renameOp) lock() (func(), syscall.Errno) {
 	st, nst, target, err := r.stat()
 	if err != nil {
@@ -87,10 +87,9 @@ func (r *renameOp) lock() (func(), syscall.Errno) {
 	}
 	unlockMoves := func() {}
 	if isDir(&st) || target && isDir(&nst) {
-		r.n.fsys.writers.moves.Lock()
-		unlockMoves = r.n.fsys.writers.moves.Unlock
+		unlockMoves = r.n.fsys.writers.holdMoves(true)
 	}
-	unlock := r.n.fsys.store.Locks().Lock2(r.oldKey, r.newKey)
+	unlock := r.n.fsys.mount.Locks().Lock2(r.oldKey, r.newKey)
 	return func() { unlock(); unlockMoves() }, 0
 }
 
@@ -135,18 +134,18 @@ func (r *renameOp) stale() syscall.Errno {
 func (r *renameOp) run(ctx context.Context, mv move) syscall.Errno {
 	r.n.noteSelfChild(r.name)
 	r.np.noteSelfChild(r.newName)
-	store := r.n.fsys.store
+	mount := r.n.fsys.mount
 	// Both paths' bytes stay restorable: the file moved away and the one
 	// replaced. For a directory, Preserve settles the tools' writes below
 	// it (see versionstore's settle.go).
-	store.Preserve(mv.oldKey)
-	absent := store.Preserve(mv.newKey)
+	mount.Preserve(mv.oldKey)
+	absent := mount.Preserve(mv.newKey)
 	created := absent && !mv.targetDir && mv.regular
 	if err := renameat2(r.fd, r.name, r.nfd, r.newName, r.flags); err != nil {
 		return toErrno(err)
 	}
 	if created {
-		store.Created(mv.newKey)
+		mount.Created(mv.newKey)
 	}
 	// go-fuse moves the nodes in its tree only after Rename returns; until
 	// then their paths must already be the new ones, or an open or a
@@ -187,16 +186,16 @@ func (f *FS) renamed(ctx context.Context, mv move) {
 	w := f.actors.attribute(writer(ctx))
 	switch {
 	case mv.exchange && (mv.dir || mv.targetDir):
-		f.logErr("move index", mv.oldKey, f.store.ExchangeTree(mv.oldKey, mv.newKey, w))
+		f.logErr("move index", mv.oldKey, f.mount.ExchangeTree(mv.oldKey, mv.newKey, w))
 	case mv.dir:
-		f.logErr("move index", mv.oldKey, f.store.MoveTree(mv.oldKey, mv.newKey, w))
+		f.logErr("move index", mv.oldKey, f.mount.MoveTree(mv.oldKey, mv.newKey, w))
 		f.watch.moved(mv.oldKey, mv.newKey)
 	default:
 		// Each path records what it holds now, unless a process is still
-		// writing that file: then it stays dirty, and the writer's commit
+		// writing that file: then it stays being written, and the writer's commit
 		// records it. The journal links the two halves of a plain rename.
 		if !mv.exchange {
-			f.store.NoteRename(mv.oldKey, mv.newKey)
+			f.mount.NoteRename(mv.oldKey, mv.newKey)
 		}
 		f.settle(mv.newKey, mv.moving, w)
 		if mv.exchange {

@@ -82,7 +82,7 @@ func TestOpenThatWaitsHoldsNothing(t *testing.T) {
 				}
 				// A daemon that waits holding the file's lock shows it here;
 				// one that holds nothing is waited out.
-				testfuse.WaitFor(500*time.Millisecond, func() bool { return m.store.Locks().Len() > 0 })
+				testfuse.WaitFor(500*time.Millisecond, func() bool { return m.fs.mount.Locks().Len() > 0 })
 				if pending = m.othersGoOn(t); len(pending) > 0 {
 					return
 				}
@@ -133,7 +133,7 @@ func TestTruncateWaitingOnALeaseHoldsNoToolWrite(t *testing.T) {
 	if !testfuse.WaitFor(5*time.Second, func() bool { return inSyscall(tid, unix.SYS_TRUNCATE) }) {
 		t.Fatal("the truncate never got under way")
 	}
-	testfuse.WaitFor(500*time.Millisecond, func() bool { return m.store.Locks().Len() > 0 })
+	testfuse.WaitFor(500*time.Millisecond, func() bool { return m.fs.mount.Locks().Len() > 0 })
 	go func() { wrote <- m.toolWrite("f", "tool\n") }()
 	select {
 	case err := <-wrote:

@@ -22,8 +22,9 @@ import (
 // unlinked or replaced while open has no path any more, and its writes are
 // nobody's version. moves orders a directory's rename (exclusive) against
 // opens for writing and creates below it (shared), taken before any file's
-// lock: an open must not count its file at a path a rename is moving. It
-// is never held across a system call that can wait on another process
+// lock (the order of all the locks is in versionstore's lockorder.go): an
+// open must not count its file at a path a rename is moving. It is never
+// held across a system call that can wait on another process
 // (identity.go): a rename waiting for it holds up every later holder.
 type writers struct {
 	locks *versionstore.Locks
@@ -36,6 +37,9 @@ type writers struct {
 	// its tree yet (it does after Rename returns): an open in that moment
 	// must find the file at its new path, as the backing tree has it.
 	renamed map[*fs.Inode]place
+	// idle is closed when the last file stops being written (nil: none
+	// handed out since).
+	idle chan struct{}
 }
 
 // place is a name in a directory of the tree.
@@ -56,6 +60,16 @@ type writing struct {
 	// to watch it through (mapped.go). The mapping counts as a handle.
 	mapped   int
 	mappedBy versionstore.Writer // who wrote it last through a handle
+	// left is closed when the file stops being written at key: its last
+	// writer let go, or a rename or an unlink took it from there.
+	left chan struct{}
+}
+
+// leave closes w.left for the waiters on its key, and makes the channel of
+// the key it is at next.
+func (w *writing) leave() {
+	close(w.left)
+	w.left = make(chan struct{})
 }
 
 var (
@@ -104,6 +118,43 @@ func (ws *writers) Count() int {
 	return len(ws.files)
 }
 
+// holdMoves takes moves, exclusively for a rename that moves or replaces
+// a directory, else shared, and returns its release. Its place in the lock
+// order is in versionstore's lockorder.go.
+func (ws *writers) holdMoves(exclusive bool) (release func()) {
+	released := versionstore.Ranked(versionstore.RankMoves, "")
+	if exclusive {
+		ws.moves.Lock()
+		return func() { ws.moves.Unlock(); released() }
+	}
+	ws.moves.RLock()
+	return func() { ws.moves.RUnlock(); released() }
+}
+
+// Released is closed once the file at key is no longer being written
+// there; nil when it is not now.
+func (ws *writers) Released(key string) <-chan struct{} {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w := ws.paths[key]; w != nil {
+		return w.left
+	}
+	return nil
+}
+
+// Idle is closed once no file is being written; nil when none is now.
+func (ws *writers) Idle() <-chan struct{} {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if len(ws.files) == 0 {
+		return nil
+	}
+	if ws.idle == nil {
+		ws.idle = make(chan struct{})
+	}
+	return ws.idle
+}
+
 // begin counts one more handle writing n, at key, opened by by: the first
 // makes the file being written. owed says the handle may change the file
 // unseen (kernel passthrough) or already did (a create, a truncating open).
@@ -113,7 +164,7 @@ func (ws *writers) begin(n *node, key string, owed bool, by versionstore.Writer)
 	defer ws.mu.Unlock()
 	w := ws.files[n]
 	if w == nil {
-		w = &writing{key: key, mapped: -1}
+		w = &writing{key: key, mapped: -1, left: make(chan struct{})}
 		ws.files[n] = w
 		ws.paths[key] = w
 	}
@@ -217,6 +268,11 @@ func (ws *writers) end(n *node) (key string, owed, last bool) {
 	if w.key != "" {
 		delete(ws.paths, w.key)
 	}
+	w.leave()
+	if len(ws.files) == 0 && ws.idle != nil {
+		close(ws.idle)
+		ws.idle = nil
+	}
 	return w.key, w.owed, true
 }
 
@@ -285,6 +341,7 @@ func (ws *writers) moved(oldKey, newKey string, exchange bool) {
 	}
 	for _, w := range append(from, to...) {
 		delete(ws.paths, w.key)
+		w.leave()
 	}
 	for _, w := range from {
 		w.key = newKey + strings.TrimPrefix(w.key, oldKey)
@@ -344,6 +401,7 @@ func (ws *writers) unlinked(key string) {
 	if w := ws.paths[key]; w != nil {
 		delete(ws.paths, key)
 		w.key = ""
+		w.leave()
 	}
 }
 

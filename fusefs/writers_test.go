@@ -381,8 +381,8 @@ func TestOpenForWriteRacingADirectoryRename(t *testing.T) {
 		marked := m.fs.writers.paths["d/f"] != nil || m.fs.writers.paths["e/f"] != nil
 		m.fs.writers.mu.Unlock()
 		f.Close()
-		if st.Dirty != 1 || !marked {
-			t.Fatalf("round %d (opened under %s): %d marks, d/f %v, e/f %v", i, at, st.Dirty, m.fs.writers.Writing("d/f"), m.fs.writers.Writing("e/f"))
+		if st.Writing != 1 || !marked {
+			t.Fatalf("round %d (opened under %s): %d marks, d/f %v, e/f %v", i, at, st.Writing, m.fs.writers.Writing("d/f"), m.fs.writers.Writing("e/f"))
 		}
 	}
 }

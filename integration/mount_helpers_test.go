@@ -162,7 +162,7 @@ func (w *workspace) history(rel string) ([]versionstore.HistoryEntry, error) {
 func (w *workspace) released() {
 	testfuse.WaitFor(2*time.Second, func() bool {
 		st, err := w.store.Stats()
-		return err == nil && st.Dirty == 0
+		return err == nil && st.Writing == 0
 	})
 }
 

@@ -79,7 +79,7 @@ func TestDiffOfTwoHugeVersionsIsBoundedInMemory(t *testing.T) {
 			w := versionstore.Writer{Kind: versionstore.WriterMount, Pid: 7, Comm: "gen"}
 			for _, format := range []string{"line %d of the old version\n", "LINE %d OF THE NEW VERSION\n"} {
 				h.put("big.txt", lines(n, format))
-				if _, err := h.store.Refresh("big.txt", w); err != nil {
+				if _, err := h.store.AttachMount(nil).Refresh("big.txt", w); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -118,7 +118,7 @@ func TestSessionDiffStopsAtMaxBytes(t *testing.T) {
 	for i := range 10 {
 		name := fmt.Sprintf("f%d.txt", i)
 		h.put(name, "new\n")
-		if _, err := h.store.Refresh(name, w); err != nil {
+		if _, err := h.store.AttachMount(nil).Refresh(name, w); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,7 +145,7 @@ func TestConcurrentDiffsAreBounded(t *testing.T) {
 	for i := range n {
 		name := fmt.Sprintf("f%d.txt", i)
 		h.put(name, "new\n")
-		if _, err := h.store.Refresh(name, w); err != nil {
+		if _, err := h.store.AttachMount(nil).Refresh(name, w); err != nil {
 			t.Fatal(err)
 		}
 	}

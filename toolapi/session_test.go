@@ -36,19 +36,20 @@ func golden(t *testing.T, name, got string) {
 // paths kept first, the rename noted for the journal, both recorded.
 func (h *harness) mountRename(from, to string) {
 	h.t.Helper()
-	unlock := h.store.Locks().Lock2(from, to)
+	m := h.store.AttachMount(nil)
+	unlock := m.Locks().Lock2(from, to)
 	defer unlock()
-	h.store.Preserve(from)
-	absent := h.store.Preserve(to)
+	m.Preserve(from)
+	absent := m.Preserve(to)
 	if err := os.Rename(h.backing(from), h.backing(to)); err != nil {
 		h.t.Fatal(err)
 	}
-	h.store.NoteRename(from, to)
+	m.NoteRename(from, to)
 	if absent {
-		h.store.Created(to)
+		m.Created(to)
 	}
 	for _, k := range []string{from, to} {
-		if _, err := h.store.Refresh(k, versionstore.Writer{Kind: versionstore.WriterMount, Pid: 7, Comm: "mv"}); err != nil {
+		if _, err := m.Refresh(k, versionstore.Writer{Kind: versionstore.WriterMount, Pid: 7, Comm: "mv"}); err != nil {
 			h.t.Fatal(err)
 		}
 	}

@@ -165,8 +165,8 @@ func (tr *transcript) step(line string) {
 // mount, attached to the store at their first use.
 func (tr *transcript) mountWriters() *scriptWriters {
 	if tr.writers == nil {
-		tr.writers = &scriptWriters{by: map[string]versionstore.Writer{}}
-		tr.h.store.AttachWriters(tr.writers)
+		tr.writers = &scriptWriters{by: map[string]versionstore.Writer{}, released: map[string]chan struct{}{}}
+		tr.h.store.AttachMount(tr.writers)
 	}
 	return tr.writers
 }
@@ -176,6 +176,10 @@ func (tr *transcript) mountWriters() *scriptWriters {
 type scriptWriters struct {
 	mu sync.Mutex
 	by map[string]versionstore.Writer
+	// released and idle are the channels handed out, closed as the
+	// script closes the files.
+	released map[string]chan struct{}
+	idle     chan struct{}
 }
 
 // open makes w the writer of key (zero: none).
@@ -184,9 +188,41 @@ func (s *scriptWriters) open(key string, w versionstore.Writer) {
 	defer s.mu.Unlock()
 	if w == (versionstore.Writer{}) {
 		delete(s.by, key)
+		if ch := s.released[key]; ch != nil {
+			close(ch)
+			delete(s.released, key)
+		}
+		if len(s.by) == 0 && s.idle != nil {
+			close(s.idle)
+			s.idle = nil
+		}
 		return
 	}
 	s.by[key] = w
+}
+
+func (s *scriptWriters) Released(key string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.by[key]; !ok {
+		return nil
+	}
+	if s.released[key] == nil {
+		s.released[key] = make(chan struct{})
+	}
+	return s.released[key]
+}
+
+func (s *scriptWriters) Idle() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.by) == 0 {
+		return nil
+	}
+	if s.idle == nil {
+		s.idle = make(chan struct{})
+	}
+	return s.idle
 }
 
 func (s *scriptWriters) Writing(key string) bool { _, ok := s.WrittenBy(key); return ok }

@@ -20,7 +20,7 @@ func TestShutdownLetsCallsUnderWayAnswer(t *testing.T) {
 	}
 	defer idle.Close()
 
-	unlock := d.store.Locks().Lock("f.txt") // the write below waits for it: a call under way
+	unlock := d.store.AttachMount(nil).Locks().Lock("f.txt") // the write below waits for it: a call under way
 	answered := make(chan error, 1)
 	go func() {
 		args, _ := json.Marshal(map[string]string{"file_path": d.ws + "/f.txt", "content": "drained\n"})

@@ -234,9 +234,9 @@ func (c *conformance) restore() {
 	c.post("/v1/restore", `{"path":"f.txt","version":"`+newest+`","actor":"`+strings.Repeat("x", 300)+`"}`, 400, bad)
 	c.post("/v1/restore", `{"path":"../f.txt","version":"`+newest+`"}`, 400)
 	c.post("/v1/restore", `{"path":"f.txt","version":"`+absentPrefix(c.f)+`"}`, 404)
-	c.d.store.AttachWriters(writingOnly("f.txt")) // as the mount says while a process writes it
+	c.d.store.AttachMount(writingOnly("f.txt")) // as the mount says while a process writes it
 	c.post("/v1/restore", `{"path":"f.txt","version":"`+newest+`"}`, 409)
-	c.d.store.AttachWriters(nil)
+	c.d.store.AttachMount(nil)
 	c.post("/v1/restore", `{"path":"f.txt","version":"`+newest+`"`+strings.Repeat(" ", 2<<20)+`}`, 413)
 }
 
@@ -265,9 +265,9 @@ func (c *conformance) rewind() {
 	if r := c.rewindTo(`{"checkpoint":"before","dry_run":true}`); !slices.Equal(actions(r), want) || !r.DryRun {
 		c.t.Errorf("dry run: %+v", r)
 	}
-	c.d.store.AttachWriters(writingOnly("busy.txt")) // a conflict: left alone, with an error
+	c.d.store.AttachMount(writingOnly("busy.txt")) // a conflict: left alone, with an error
 	r := c.rewindTo(`{"checkpoint":"before","actor":"a"}`)
-	c.d.store.AttachWriters(nil)
+	c.d.store.AttachMount(nil)
 	if !slices.Equal(actions(r), want) || r.Conflicts != 1 || r.Before == "" {
 		c.t.Errorf("rewind: %+v", r)
 	}
@@ -367,3 +367,12 @@ type writingOnly string
 func (w writingOnly) Writing(key string) bool { return key == string(w) }
 func (w writingOnly) Count() int              { return 1 }
 func (w writingOnly) Owed() []string          { return []string{string(w)} }
+
+// Released and Idle never close: the file stays being written.
+func (w writingOnly) Released(key string) <-chan struct{} {
+	if key != string(w) {
+		return nil
+	}
+	return make(chan struct{})
+}
+func (w writingOnly) Idle() <-chan struct{} { return make(chan struct{}) }

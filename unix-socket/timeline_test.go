@@ -56,7 +56,7 @@ func TestLongRewindOutlivesWriteTimeout(t *testing.T) {
 	write("b.txt", "b2\n")
 
 	// A long rewind: here the first file is busy for a while (its lock held).
-	unlock := store.Locks().Lock("a.txt")
+	unlock := store.AttachMount(nil).Locks().Lock("a.txt")
 	time.AfterFunc(5*srv.writeTimeout, unlock)
 
 	client := NewClient(socket)

@@ -22,7 +22,7 @@ func TestMountBatchIsCommittedByTheLoopWhenFull(t *testing.T) {
 	}
 	refresh := func(i int) {
 		t.Helper()
-		if _, err := ts.Refresh(fmt.Sprint(i), sh); err != nil {
+		if _, err := ts.mount.Refresh(fmt.Sprint(i), sh); err != nil {
 			t.Fatal(err)
 		}
 	}

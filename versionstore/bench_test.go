@@ -198,12 +198,12 @@ func BenchmarkCheckpointRewind(b *testing.B) {
 		change := func(i int, content string) {
 			key := fmt.Sprintf("d%02d/f%04d.txt", i%50, i)
 			unlock := s.locks.Lock(key)
-			s.Preserve(key)
+			s.mount.Preserve(key)
 			os.MkdirAll(filepath.Join(dir, filepath.Dir(key)), 0o755)
 			if err := os.WriteFile(filepath.Join(dir, key), []byte(content), 0o644); err != nil {
 				b.Fatal(err)
 			}
-			s.Refresh(key, w)
+			s.mount.Refresh(key, w)
 			unlock()
 		}
 		for i := range n {

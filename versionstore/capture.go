@@ -16,37 +16,11 @@ import (
 // too. The journal (journal.go) records each change with the version it
 // replaced, which is what checkpoints and rewind are built on.
 
-// Preserve makes sure the current bytes of key are kept before the mount
-// changes it: before a write, truncation, unlink or rename. A file the index
-// does not know, or whose bytes are not kept, is read now (up to the
-// capture limit) and recorded as found. It reports whether key had no file:
-// a caller that then creates one says so with Created. Callers hold key's
-// lock.
-func (s *Store) Preserve(key string) (absent bool) {
-	return s.preserveLocked(key, true)
-}
-
-// Created tells the store that the mount just created a regular file at
-// key, which Preserve found absent: its commit is journaled as a creation,
-// and nothing is kept before its first change. Callers hold key's lock; a
-// Refresh of key must follow.
-func (s *Store) Created(key string) {
-	s.mount.mu.Lock()
-	defer s.mount.mu.Unlock()
-	if s.mount.bornAbsent == nil {
-		s.mount.bornAbsent = make(map[string]bool)
-	}
-	s.mount.bornAbsent[key] = true
-}
-
 // preserveLocked is Preserve; queued makes the record join the mount's
 // pending batch instead of committing at once.
 func (s *Store) preserveLocked(key string, queued bool) (absent bool) {
 	s.settleUnder(key, true) // a tool's publish there is on disk, and done, before the change
-	s.mount.mu.Lock()
-	born := s.mount.bornAbsent[key]
-	s.mount.mu.Unlock()
-	if born {
+	if s.mount.born(key) {
 		return false // created by the change in progress: nothing came before
 	}
 	at := s.now() // before the stat, for the racy rule
@@ -58,14 +32,14 @@ func (s *Store) preserveLocked(key string, queued bool) (absent bool) {
 		return false
 	}
 	fp := fingerprintOf(fi)
-	if s.dirty(key) {
+	if s.mount.writing(key) {
 		// A process is writing the file through the mount: its bytes so far
 		// are kept, but recorded by nobody — the writer's commit attributes
 		// the change.
 		c, err := s.readForCapture(Target{Key: key, Display: key}, at, External, true)
 		if err == nil && c.data != nil {
 			c.keepOnly = true
-			s.enqueue(key, c)
+			s.mount.enqueue(key, c)
 		}
 		return false
 	}
@@ -88,7 +62,7 @@ func (s *Store) preserveLocked(key string, queued bool) (absent bool) {
 	}
 	c.created = unknown && base // after a baseline, an unknown file is new
 	if queued {
-		s.enqueue(key, c)
+		s.mount.enqueue(key, c)
 		return false
 	}
 	s.logErr("keep the bytes before a change", key, s.commit([]string{key}, []change{c}))
@@ -139,15 +113,6 @@ func (s *Store) readForCapture(t Target, at time.Time, w Writer, keep bool) (cha
 	c.size = int64(len(data))
 	c.data = data
 	return c, nil
-}
-
-// takeBornAbsent reports and forgets whether key was noted absent.
-func (s *Store) takeBornAbsent(key string) bool {
-	s.mount.mu.Lock()
-	defer s.mount.mu.Unlock()
-	born := s.mount.bornAbsent[key]
-	delete(s.mount.bornAbsent, key)
-	return born
 }
 
 // keptAlready reports whether the index holds key's file with fingerprint

@@ -79,7 +79,7 @@ func crashWorkload(t *testing.T, s *Store, rec *diskRecorder, dir string, seed u
 		case op <= 2:
 			unlock := s.locks.Lock(key)
 			must(t, os.WriteFile(filepath.Join(dir, key), []byte(content), 0o644))
-			_, err := s.Refresh(key, Writer{Kind: WriterMount, Pid: 1})
+			_, err := s.mount.Refresh(key, Writer{Kind: WriterMount, Pid: 1})
 			unlock()
 			must(t, err)
 			if _, err := s.History(key); err != nil { // served: durable now

@@ -215,22 +215,69 @@ func noTemps(t *testing.T, dir string) {
 type writingSet struct {
 	mu   sync.Mutex
 	keys map[string]bool
+	// released and idle are the channels Released and Idle handed out,
+	// closed as doneWriting lets the keys go.
+	released map[string]chan struct{}
+	idle     chan struct{}
+	// asked counts the questions "is key being written?": a waiter that
+	// polls asks again and again; waits counts the channels Released
+	// handed out, one per wait.
+	asked, waits int
 }
 
-func (w *writingSet) Writing(key string) bool { w.mu.Lock(); defer w.mu.Unlock(); return w.keys[key] }
-func (w *writingSet) Count() int              { w.mu.Lock(); defer w.mu.Unlock(); return len(w.keys) }
+func (w *writingSet) Writing(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.asked++
+	return w.keys[key]
+}
+
+// questions is how many times Writing was asked so far, and how many
+// waits Released began.
+func (w *writingSet) questions() (asked, waits int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.asked, w.waits
+}
+
+func (w *writingSet) Count() int { w.mu.Lock(); defer w.mu.Unlock(); return len(w.keys) }
 func (w *writingSet) Owed() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Sorted(maps.Keys(w.keys))
 }
 
+func (w *writingSet) Released(key string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.keys[key] {
+		return nil
+	}
+	w.waits++
+	if w.released[key] == nil {
+		w.released[key] = make(chan struct{})
+	}
+	return w.released[key]
+}
+
+func (w *writingSet) Idle() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.keys) == 0 {
+		return nil
+	}
+	if w.idle == nil {
+		w.idle = make(chan struct{})
+	}
+	return w.idle
+}
+
 // markWriting says key is being written through the mount, as the mount
 // does from a writer's open to its last release.
 func (ts *testStore) markWriting(key string) {
 	if ts.writingSet == nil {
-		ts.writingSet = &writingSet{keys: map[string]bool{}}
-		ts.AttachWriters(ts.writingSet)
+		ts.writingSet = &writingSet{keys: map[string]bool{}, released: map[string]chan struct{}{}}
+		ts.AttachMount(ts.writingSet)
 	}
 	ts.writingSet.mu.Lock()
 	ts.writingSet.keys[key] = true
@@ -240,8 +287,17 @@ func (ts *testStore) markWriting(key string) {
 // doneWriting says key's writers have let go.
 func (ts *testStore) doneWriting(key string) {
 	ts.writingSet.mu.Lock()
-	delete(ts.writingSet.keys, key)
-	ts.writingSet.mu.Unlock()
+	w := ts.writingSet
+	delete(w.keys, key)
+	if ch := w.released[key]; ch != nil {
+		close(ch)
+		delete(w.released, key)
+	}
+	if len(w.keys) == 0 && w.idle != nil {
+		close(w.idle)
+		w.idle = nil
+	}
+	w.mu.Unlock()
 }
 
 // testClock is an Options.Now that runs with the wall clock, offset by

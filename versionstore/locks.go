@@ -22,6 +22,7 @@ type lockEntry struct {
 // Lock blocks until the lock for key is held and returns the function that
 // releases it. The release function must be called exactly once.
 func (l *Locks) Lock(key string) (unlock func()) {
+	released := Ranked(RankFile, key) // lockorder.go
 	l.mu.Lock()
 	if l.m == nil {
 		l.m = make(map[string]*lockEntry)
@@ -43,6 +44,7 @@ func (l *Locks) Lock(key string) (unlock func()) {
 			delete(l.m, key)
 		}
 		l.mu.Unlock()
+		released()
 	}
 }
 

@@ -31,7 +31,7 @@ func (ts *testStore) writeAs(key, content string, pid uint32) {
 	if content != "" {
 		ts.put(key, content)
 	}
-	_, err := ts.Refresh(key, Writer{Kind: WriterMount, Pid: pid, Comm: "sed"})
+	_, err := ts.mount.Refresh(key, Writer{Kind: WriterMount, Pid: pid, Comm: "sed"})
 	must(ts.t, err)
 }
 
@@ -47,12 +47,12 @@ func TestLogFoldsReplacementSteps(t *testing.T) {
 	must(t, err)
 
 	// sed -i f: sedXYZ created and written, renamed over f.
-	ts.Created("sedXYZ")
+	ts.mount.Created("sedXYZ")
 	ts.writeAs("sedXYZ", "two\n", 7)
 	unlock := ts.locks.Lock2("sedXYZ", "f")
 	must(t, os.Rename(ts.path("sedXYZ"), ts.path("f")))
-	ts.NoteRename("sedXYZ", "f")
-	must(t, ts.MoveTree("sedXYZ", "f", Writer{Kind: WriterMount, Pid: 7, Comm: "sed"}))
+	ts.mount.NoteRename("sedXYZ", "f")
+	must(t, ts.mount.MoveTree("sedXYZ", "f", Writer{Kind: WriterMount, Pid: 7, Comm: "sed"}))
 	unlock()
 	// git checkout g: unlinked, then created again by the same process.
 	must(t, os.Remove(ts.path("g")))

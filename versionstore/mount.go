@@ -1,21 +1,30 @@
 package versionstore
 
 import (
-	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// The mount's side of the index. Writes through the mount are frequent and
+// The mount's side of the store. Writes through the mount are frequent and
 // small (a `tar -x` commits a version per file), so their versions are
 // committed to bbolt in batches. Every tool operation, history query and
 // directory move applies the pending batch first, so they always see the
 // mount's latest versions and attribute them to the mount. Which files the
 // mount is writing now is the mount's to say (Writers): the store asks.
 
-// mountState is the in-memory half of the index.
-type mountState struct {
+// Mount is the mount's side of the store, returned when a mount attaches
+// (Store.AttachMount): the operations only the mount calls (mountops.go),
+// the batch of its versions not yet committed, the marks of the files it
+// just created or renamed, and the registry of the files it is writing
+// (mountwriters.go). The tools and the CLI use the Store; the mount the
+// Store for what they share and its Mount for the rest. Its locks' place in
+// the order is in lockorder.go.
+type Mount struct {
+	s       *Store
+	writers atomic.Value // writersBox: the registry the mount attached
+
 	mu           sync.Mutex
 	bornAbsent   map[string]bool   // keys the mount just created
 	renames      map[string]rename // keys a rename just moved a file to or from
@@ -33,6 +42,16 @@ type mountState struct {
 	// limit.
 	full chan struct{}
 }
+
+// AttachMount makes w the store's registry of the files being written
+// (nil: none) and returns the mount's side of the store.
+func (s *Store) AttachMount(w Writers) *Mount {
+	s.mount.writers.Store(writersBox{w})
+	return &s.mount
+}
+
+// Locks is the per-file lock table the mount shares with the tools.
+func (m *Mount) Locks() *Locks { return &m.s.locks }
 
 type pendingChange struct {
 	key string
@@ -54,136 +73,71 @@ const (
 // rename is one side of a file's rename, for the journal.
 type rename struct{ from, to string }
 
-// NoteRename tells the store that a file was renamed through the mount
-// from oldKey to newKey: the next commits of the two paths are journaled as
-// the halves of one rename. Callers hold both keys' locks.
-func (s *Store) NoteRename(oldKey, newKey string) {
-	s.mount.mu.Lock()
-	defer s.mount.mu.Unlock()
-	if s.mount.renames == nil {
-		s.mount.renames = make(map[string]rename)
-	}
-	s.mount.renames[newKey] = rename{from: oldKey}
-	s.mount.renames[oldKey] = rename{to: newKey}
-}
-
 // takeRename returns and forgets key's side of a rename.
-func (s *Store) takeRename(key string) (from, to string) {
-	s.mount.mu.Lock()
-	defer s.mount.mu.Unlock()
-	r := s.mount.renames[key]
-	delete(s.mount.renames, key)
+func (m *Mount) takeRename(key string) (from, to string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.renames[key]
+	delete(m.renames, key)
 	return r.from, r.to
 }
 
-// Writers says which files a mount has open for writing. While one is, the
-// store refuses to let a tool replace it (the writer's later writes would
-// land in the replaced inode, lost), trusts no fingerprint of it, and
-// attributes a change to it to nobody but the writer's own commit. The mount
-// owns the answer; a store with none attached has nothing being written.
-type Writers interface {
-	Writing(key string) bool
-	// Count is how many files are being written.
-	Count() int
-	// Owed are the paths of the files being written whose latest bytes are
-	// not committed yet (with kernel passthrough, all of them: their
-	// writes are not seen).
-	Owed() []string
+// born reports whether key was just created by the mount (Created).
+func (m *Mount) born(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.bornAbsent[key]
 }
 
-// WriterNamer is Writers that can also say who writes a file: the writer
-// of the latest handle that opened it for writing, as the mount describes
-// it. A tool refused over that file says so, rather than that the file
-// changed, which would send the model to re-read it for nothing.
-type WriterNamer interface {
-	WrittenBy(key string) (Writer, bool)
+// takeBornAbsent reports and forgets whether key was noted absent.
+func (m *Mount) takeBornAbsent(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	born := m.bornAbsent[key]
+	delete(m.bornAbsent, key)
+	return born
 }
 
-// writersBox holds the attached Writers (an interface in an atomic.Value
-// must always have the same concrete type).
-type writersBox struct{ w Writers }
-
-// AttachWriters makes w the store's source of the files being written
-// (nil: none).
-func (s *Store) AttachWriters(w Writers) { s.writers.Store(writersBox{w}) }
-
-// dirty reports whether key is being written through the mount.
-func (s *Store) dirty(key string) bool {
-	b, _ := s.writers.Load().(writersBox)
-	return b.w != nil && b.w.Writing(key)
-}
-
-// mountWriting is the failure of op on display because the mount is
-// writing key, naming the writer when the mount can.
-func (s *Store) mountWriting(op, display, key string) *Error {
-	e := fail(ReasonMountWriting, op, display)
-	b, _ := s.writers.Load().(writersBox)
-	if n, ok := b.w.(WriterNamer); ok {
-		e.By, _ = n.WrittenBy(key)
-	}
-	return e
-}
-
-// owed are the files being written through the mount with changes not
-// committed yet.
-func (s *Store) owed() []string {
-	b, _ := s.writers.Load().(writersBox)
-	if b.w == nil {
-		return nil
-	}
-	return b.w.Owed()
-}
-
-// awaitMountWriters waits, up to writerGrace, for the files being written
-// through the mount to be let go: a command that just finished writing
-// may still hold them for a moment (the kernel releases a closed file after
-// close returns).
-func (s *Store) awaitMountWriters(ctx context.Context) {
-	deadline := time.Now().Add(writerGrace)
-	for s.beingWritten() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-// beingWritten counts the files being written through the mount.
-func (s *Store) beingWritten() int {
-	b, _ := s.writers.Load().(writersBox)
-	if b.w == nil {
-		return 0
-	}
-	return b.w.Count()
-}
-
-// queue adds a mount commit of key to the next batch.
-func (s *Store) queue(key string, c change) { s.enqueue(key, c) }
-
-// enqueue adds c to the next batch.
-func (s *Store) enqueue(key string, c change) {
-	s.mount.mu.Lock()
-	s.mount.pending = append(s.mount.pending, pendingChange{key, c})
-	s.mount.pendingBytes += int64(len(c.data))
-	n, bytes := len(s.mount.pending), s.mount.pendingBytes
-	s.mount.mu.Unlock()
+// enqueue adds c, a commit of key, to the next batch.
+func (m *Mount) enqueue(key string, c change) {
+	m.mu.Lock()
+	m.pending = append(m.pending, pendingChange{key, c})
+	m.pendingBytes += int64(len(c.data))
+	n, bytes := len(m.pending), m.pendingBytes
+	m.mu.Unlock()
 	switch {
 	case n >= batchStall || bytes >= batchStallBytes:
-		s.flushPending()
+		m.flush()
 	case n >= batchFull || bytes >= batchFullBytes:
 		select {
-		case s.mount.full <- struct{}{}:
+		case m.full <- struct{}{}:
 		default: // already asked
 		}
 	}
 }
 
-// flushPending commits the queued mount versions, and the bytes they keep,
-// in one transaction.
-func (s *Store) flushPending() {
-	s.mount.flushing.Lock()
-	defer s.mount.flushing.Unlock()
-	s.mount.mu.Lock()
-	batch := s.mount.pending
-	s.mount.pending, s.mount.pendingBytes = nil, 0
-	s.mount.mu.Unlock()
+// queuedBytes is how many bytes the next batch keeps.
+func (m *Mount) queuedBytes() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pendingBytes
+}
+
+// flushPending commits the mount's queued versions: every tool operation,
+// history query and walk applies them first.
+func (s *Store) flushPending() { s.mount.flush() }
+
+// flush commits the queued versions, and the bytes they keep, in one
+// transaction.
+func (m *Mount) flush() {
+	released := Ranked(RankBatch, "")
+	m.flushing.Lock()
+	defer released()
+	defer m.flushing.Unlock()
+	m.mu.Lock()
+	batch := m.pending
+	m.pending, m.pendingBytes = nil, 0
+	m.mu.Unlock()
 	if len(batch) == 0 {
 		return
 	}
@@ -192,21 +146,21 @@ func (s *Store) flushPending() {
 	for i, p := range batch {
 		keys[i], cs[i] = p.key, p.c
 	}
-	if err := s.commit(keys, cs); err != nil {
-		s.logErr("commit mount versions", batch[0].key, err)
-		s.mount.mu.Lock()
-		s.mount.failed++
-		s.mount.failedErr = err
-		s.mount.mu.Unlock()
+	if err := m.s.commit(keys, cs); err != nil {
+		m.s.logErr("commit mount versions", batch[0].key, err)
+		m.mu.Lock()
+		m.failed++
+		m.failedErr = err
+		m.mu.Unlock()
 	}
 }
 
 // batchFailures counts the batches whose commit failed so far, with the
 // last failure.
-func (s *Store) batchFailures() (uint64, error) {
-	s.mount.mu.Lock()
-	defer s.mount.mu.Unlock()
-	return s.mount.failed, s.mount.failedErr
+func (m *Mount) batchFailures() (uint64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.failed, m.failedErr
 }
 
 // DefaultMountBatchInterval bounds how long a mount version waits in
@@ -218,11 +172,11 @@ const DefaultMountBatchInterval = time.Second
 // moveMarks moves the in-memory marks (created, renamed) of a and
 // everything below it to b, as a rename moved the files; with swap, b's go
 // to a.
-func (s *Store) moveMarks(a, b string, swap bool) {
-	s.mount.mu.Lock()
-	defer s.mount.mu.Unlock()
-	moveKeys(s.mount.bornAbsent, a, b, swap)
-	moveKeys(s.mount.renames, a, b, swap)
+func (m *Mount) moveMarks(a, b string, swap bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	moveKeys(m.bornAbsent, a, b, swap)
+	moveKeys(m.renames, a, b, swap)
 }
 
 func moveKeys[V any](m map[string]V, a, b string, swap bool) {

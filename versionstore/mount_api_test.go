@@ -21,7 +21,7 @@ func TestDirtyRefusesToolMutations(t *testing.T) {
 	w := Writer{Kind: WriterMount, Pid: 42, Uid: 1000, Comm: "vim"}
 	unlock := ts.locks.Lock("f")
 	ts.put("f", "one, saved")
-	got, err := ts.Refresh("f", w)
+	got, err := ts.mount.Refresh("f", w)
 	ts.doneWriting("f") // the mount: the writer's last release
 	unlock()
 	must(t, err)
@@ -47,7 +47,7 @@ func TestMoveTree(t *testing.T) {
 	_, err = ts.write("ab", "not under a/", anyway)
 	must(t, err)
 	must(t, os.Rename(ts.path("a"), ts.path("b")))
-	must(t, ts.MoveTree("a", "b", External))
+	must(t, ts.mount.MoveTree("a", "b", External))
 	for _, k := range []string{"b/x", "b/sub/y", "ab"} {
 		if h, _ := ts.History(k); len(h) != 1 {
 			t.Errorf("%s: history %+v", k, h)

@@ -199,7 +199,7 @@ func (s *Store) Restore(ctx context.Context, t Target, v Version, w Writer) (Res
 	}
 	var res RestoreResult
 	defer s.published(t.Key, &res.To)
-	s.awaitWriters(ctx, t.Key)
+	s.mount.awaitWriters(ctx, t.Key)
 	unlock := s.locks.Lock(t.Key)
 	defer unlock()
 	owner, err := s.versionOwner(t.Key, v)
@@ -228,8 +228,8 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, owner *O
 		return RestoreResult{}, indexReadError("restore", t.Display, err)
 	}
 	res := RestoreResult{From: cur.version}
-	if s.dirty(t.Key) {
-		return res, s.mountWriting("restore", t.Display, t.Key)
+	if s.mount.writing(t.Key) {
+		return res, s.mount.writingFailure("restore", t.Display, t.Key)
 	}
 	if expect != nil && *expect != cur.version {
 		return res, fail(ReasonChanged, "restore", t.Display)
@@ -419,7 +419,7 @@ func (s *Store) unplanned(key string, why error) RewindAction {
 // conflicts, not files at their checkpoint version.
 func (s *Store) owedUnplanned(planned map[string]JournalEntry, o RewindOptions) []string {
 	var out []string
-	for _, key := range s.owed() {
+	for _, key := range s.mount.owed() {
 		if _, ok := planned[key]; !ok && (ChangeQuery{Paths: o.Paths}).selects(JournalEntry{Path: key}) && !Excluded(key, o.Exclude) {
 			out = append(out, key)
 		}
@@ -512,7 +512,7 @@ func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRu
 			s.onPublish(key) // after the unlock: the kernel's view of key is stale
 		}
 	}()
-	s.awaitWriters(ctx, key)
+	s.mount.awaitWriters(ctx, key)
 	unlock := s.locks.Lock(key)
 	defer unlock()
 	s.flushPending()
@@ -557,7 +557,7 @@ func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRu
 			return a, true
 		}
 	}
-	if s.dirty(key) {
+	if s.mount.writing(key) {
 		a.Err = ErrBeingWritten
 		return a, true
 	}

@@ -88,7 +88,7 @@ func TestCreatedOnlyAfterACreation(t *testing.T) {
 	ts := openTestStore(t)
 	// The mount's Mknod of a FIFO: lock, Preserve, mknod, no Refresh.
 	unlock := ts.locks.Lock("p")
-	ts.Preserve("p")
+	ts.mount.Preserve("p")
 	must(t, syscall.Mkfifo(ts.path("p"), 0o644))
 	unlock()
 	// Later the FIFO is replaced, outside the mount, by a regular file.
@@ -124,9 +124,9 @@ func TestRewindDoesNotReadHugeFilesWhole(t *testing.T) {
 	}
 	const huge = 128 << 20
 	unlock := ts.locks.Lock("f")
-	ts.Preserve("f")
+	ts.mount.Preserve("f")
 	must(t, os.Truncate(ts.path("f"), huge)) // sparse: cheap on disk
-	if _, err := ts.Refresh("f", shell); err != nil {
+	if _, err := ts.mount.Refresh("f", shell); err != nil {
 		t.Fatal(err)
 	}
 	unlock()

@@ -134,8 +134,8 @@ func TestPublishMovedWithItsDirectoryIsSettledThere(t *testing.T) {
 	ts.put("d/f", "before\n")
 	v := ts.version("d/f")
 	unlock := ts.locks.Lock2("d", "e")
-	ts.Preserve("d") // the mount's rename of d begins: nothing of d's to settle yet
-	ts.Preserve("e")
+	ts.mount.Preserve("d") // the mount's rename of d begins: nothing of d's to settle yet
+	ts.mount.Preserve("e")
 	ts.stopSettling()
 	_, err := ts.WriteText(context.Background(), ts.target("d/f"), "after\n", Intent{Kind: IntentReplaceIfVersion, Version: v}, ToolWriter("t"))
 	must(t, err)
@@ -143,7 +143,7 @@ func TestPublishMovedWithItsDirectoryIsSettledThere(t *testing.T) {
 	// The settler's pass in that moment finds no d: the publish is not
 	// gone, it is moving.
 	must(t, ts.settleWhere(everything, true))
-	must(t, ts.MoveTree("d", "e", External))
+	must(t, ts.mount.MoveTree("d", "e", External))
 	unlock()
 	ts.put("e/f", "before\n") // the publish's rename, lost with the cut
 	ts.restartAfterCut()

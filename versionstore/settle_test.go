@@ -179,7 +179,7 @@ func TestMountChangeSettlesThePublishFirst(t *testing.T) {
 	_, err := ts.WriteText(context.Background(), ts.target("f"), "the tool's\n", Intent{Kind: IntentReplaceIfVersion, Version: v}, ToolWriter("t"))
 	must(t, err)
 	unlock := ts.locks.Lock("f")
-	ts.Preserve("f") // what every write, truncation, unlink or rename through the mount does first
+	ts.mount.Preserve("f") // what every write, truncation, unlink or rename through the mount does first
 	unlock()
 	if u, ok := ts.unsettledRecord("f"); ok {
 		t.Fatalf("record %+v still there after Preserve", u)

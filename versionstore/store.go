@@ -22,6 +22,12 @@
 // The error codes, the write intents and their order of checks follow the
 // reference implementation (docs/reference.md: the TypeScript stack whose
 // model-facing behaviour dshfs matches).
+//
+// The mount's side of the store is one type, Mount (mount.go), returned
+// when a mount attaches: the operations only the mount calls, the batch of
+// its versions not yet committed, the marks of the files it just created
+// or renamed, and the registry of the files it is writing. The tools and
+// the CLI never see it.
 package versionstore
 
 import (
@@ -102,8 +108,7 @@ type Store struct {
 	euid     int // who follows symlinks for the tools (protectedSymlink)
 	now      func() time.Time
 
-	baselined atomic.Bool  // a walk has indexed the whole workspace (walk.go)
-	writers   atomic.Value // writersBox: the files the mount is writing (mount.go)
+	baselined atomic.Bool // a walk has indexed the whole workspace (walk.go)
 
 	historyLimit int
 	diffBasisMax int
@@ -111,7 +116,7 @@ type Store struct {
 	dirMode      fs.FileMode
 
 	onPublish func(key string)
-	mount     mountState
+	mount     Mount // the mount's side (mount.go)
 
 	objects *objectStore
 	retain  retention
@@ -169,7 +174,7 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		now:          opts.Now,
 		historyLimit: opts.HistoryLimit,
 		stopSync:     make(chan struct{}),
-		mount:        mountState{full: make(chan struct{}, 1)},
+		mount:        Mount{full: make(chan struct{}, 1)},
 		onPublish:    opts.OnPublish,
 
 		syncPublishes: opts.SyncPublishes,
@@ -178,6 +183,7 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 	if s.batchEvery <= 0 {
 		s.batchEvery = DefaultMountBatchInterval
 	}
+	s.mount.s = s
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -333,9 +339,6 @@ func (s *Store) DB() *bolt.DB { return s.db }
 
 // Root is the real absolute path of the workspace directory.
 func (s *Store) Root() string { return s.rootPath }
-
-// Locks is the per-file lock table, shared with the FUSE layer.
-func (s *Store) Locks() *Locks { return &s.locks }
 
 // Close stops the sync loop and collection, commits the mount's last batch,
 // settles the tool writes, marks the index clean and closes it. Its caller

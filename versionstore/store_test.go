@@ -160,7 +160,7 @@ func TestReadDoesNotTakeAMountCommitForAnOutsideChange(t *testing.T) {
 	_, err := ts.Read(context.Background(), ts.target("f"), func([]byte, bool) error {
 		if !committed { // the shell closes the file during the read
 			committed = true
-			if _, err := ts.Refresh("f", sh); err != nil {
+			if _, err := ts.mount.Refresh("f", sh); err != nil {
 				t.Error(err)
 			}
 			ts.doneWriting("f")

@@ -22,12 +22,12 @@ func (ts *testStore) mountWrite(rel, content string) {
 	ts.t.Helper()
 	unlock := ts.locks.Lock(rel)
 	defer unlock()
-	absent := ts.Preserve(rel)
+	absent := ts.mount.Preserve(rel)
 	ts.put(rel, content)
 	if absent {
-		ts.Created(rel)
+		ts.mount.Created(rel)
 	}
-	if _, err := ts.Refresh(rel, shell); err != nil {
+	if _, err := ts.mount.Refresh(rel, shell); err != nil {
 		ts.t.Fatal(err)
 	}
 }
@@ -36,11 +36,11 @@ func (ts *testStore) mountRemove(rel string) {
 	ts.t.Helper()
 	unlock := ts.locks.Lock(rel)
 	defer unlock()
-	ts.Preserve(rel)
+	ts.mount.Preserve(rel)
 	if err := os.Remove(ts.path(rel)); err != nil {
 		ts.t.Fatal(err)
 	}
-	if _, err := ts.Refresh(rel, shell); err != nil {
+	if _, err := ts.mount.Refresh(rel, shell); err != nil {
 		ts.t.Fatal(err)
 	}
 }
@@ -49,17 +49,17 @@ func (ts *testStore) mountRename(from, to string) {
 	ts.t.Helper()
 	unlock := ts.locks.Lock2(from, to)
 	defer unlock()
-	ts.Preserve(from)
-	absent := ts.Preserve(to)
+	ts.mount.Preserve(from)
+	absent := ts.mount.Preserve(to)
 	if err := os.Rename(ts.path(from), ts.path(to)); err != nil {
 		ts.t.Fatal(err)
 	}
-	ts.NoteRename(from, to)
+	ts.mount.NoteRename(from, to)
 	if absent {
-		ts.Created(to)
+		ts.mount.Created(to)
 	}
 	for _, k := range []string{from, to} {
-		if _, err := ts.Refresh(k, shell); err != nil {
+		if _, err := ts.mount.Refresh(k, shell); err != nil {
 			ts.t.Fatal(err)
 		}
 	}
@@ -199,7 +199,7 @@ func TestRewindConflicts(t *testing.T) {
 	// A mount commit of a file nobody kept the bytes of: no Preserve first.
 	ts.put("unseen.txt", "two\n")
 	unlock := ts.locks.Lock("unseen.txt")
-	ts.Refresh("unseen.txt", shell)
+	ts.mount.Refresh("unseen.txt", shell)
 	unlock()
 	ts.locks.Lock("busy.txt")() // settle
 	ts.markWriting("busy.txt")  // a writer holds it open
@@ -220,7 +220,7 @@ func TestRewindConflicts(t *testing.T) {
 		t.Fatalf("unseen.txt = %q, want its bytes at the checkpoint", ts.get("unseen.txt"))
 	}
 	unlockBusy := ts.locks.Lock("busy.txt")
-	ts.Refresh("busy.txt", shell)
+	ts.mount.Refresh("busy.txt", shell)
 	ts.doneWriting("busy.txt")
 	unlockBusy()
 }
@@ -440,11 +440,11 @@ func TestRestoreRecreatesPermissionBits(t *testing.T) {
 		if err := os.Chmod(ts.path(c.name), c.now); err != nil {
 			t.Fatal(err)
 		}
-		ts.Preserve(c.name) // what the mount does before removing a file
+		ts.mount.Preserve(c.name) // what the mount does before removing a file
 		if err := os.Remove(ts.path(c.name)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ts.Refresh(c.name, Writer{Kind: WriterMount}); err != nil {
+		if _, err := ts.mount.Refresh(c.name, Writer{Kind: WriterMount}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := ts.Restore(context.Background(), ts.target(c.name), v, ToolWriter("me")); err != nil {
@@ -458,14 +458,14 @@ func TestRestoreRecreatesPermissionBits(t *testing.T) {
 	// A file whose bits the index never saw gets the default mode.
 	ts.put("plain.txt", "x\n")
 	v := ts.version("plain.txt")
-	ts.Preserve("plain.txt")
+	ts.mount.Preserve("plain.txt")
 	must(t, ts.db.Update(func(tx *bolt.Tx) error { // as an index from before the bits were recorded
 		r, _, err := getRecord(tx, "plain.txt")
 		r.Perm = 0
 		return errors.Join(err, putRecord(tx, "plain.txt", r))
 	}))
 	os.Remove(ts.path("plain.txt"))
-	ts.Refresh("plain.txt", Writer{Kind: WriterMount})
+	ts.mount.Refresh("plain.txt", Writer{Kind: WriterMount})
 	if _, err := ts.Restore(context.Background(), ts.target("plain.txt"), v, ToolWriter("me")); err != nil {
 		t.Fatalf("restore plain.txt: %v", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -16,7 +15,8 @@ import (
 
 // This file keeps the index in step with the files: recording versions that
 // tools produced, changes found behind the store's back, deletions, and the
-// dirty marks of writes in progress through the mount.
+// files being written through the mount, whose changes are their writers'
+// to commit (mountwriters.go).
 
 // change is one index update for a path.
 type change struct {
@@ -123,7 +123,7 @@ func (s *Store) noteVersion(key string, fp fingerprint, v Version, at time.Time,
 	if err != nil || fingerprintOf(fi) != fp {
 		return
 	}
-	if s.dirty(key) {
+	if s.mount.writing(key) {
 		return // a write through the mount is in progress: its commit attributes it
 	}
 	s.flushPending() // the mount's commit of these bytes may wait in its batch
@@ -197,7 +197,7 @@ func (s *Store) probeLocked(t Target, verb string, w Writer) (current, error) {
 	}
 	fp := fingerprintOf(fi)
 	var trusted Version
-	dirty := s.dirty(t.Key)
+	writing := s.mount.writing(t.Key)
 	err = s.db.View(func(tx *bolt.Tx) error {
 		r, found, err := getRecord(tx, t.Key)
 		if found && r.FP == fp && !fp.racy(r.Recorded) {
@@ -208,7 +208,7 @@ func (s *Store) probeLocked(t Target, verb string, w Writer) (current, error) {
 	if err != nil {
 		return current{}, indexReadError(verb, t.Display, err)
 	}
-	if !trusted.IsZero() && !dirty {
+	if !trusted.IsZero() && !writing {
 		return current{fi: fi, version: trusted}, nil
 	}
 	at := s.now()
@@ -228,99 +228,11 @@ func (s *Store) probeLocked(t Target, verb string, w Writer) (current, error) {
 // commitChange records c for key now, unless the mount is writing key:
 // its commit will attribute the change.
 func (s *Store) commitChange(key string, c change) {
-	if s.dirty(key) {
+	if s.mount.writing(key) {
 		return
 	}
 	s.settleUnder(key, false)
 	s.logErr("update index", key, s.db.Update(func(tx *bolt.Tx) error { return s.record(tx, key, c) }))
-}
-
-// Refresh rehashes key from disk and records its version as written by w if
-// it changed (a deletion if it is gone), keeping its bytes. Callers hold the
-// file's lock.
-func (s *Store) Refresh(key string, w Writer) (Version, error) {
-	// The commit joins the pending batch behind any earlier commit of key,
-	// so its history stays in order without a transaction of its own.
-	born := s.takeBornAbsent(key)
-	from, to := s.takeRename(key)
-	if fi, err := s.lstatKey(key); err == nil && !fi.Mode().IsRegular() {
-		// A symlink, FIFO or directory has no version of its own (and a
-		// symlink's target is another path's business): the path holds no
-		// file now, which is a deletion if the index had one.
-		s.queue(key, change{writer: w, at: s.now(), to: to})
-		return Version{}, nil
-	}
-	c, err := s.readForCapture(Target{Key: key, Display: key}, s.now(), w, true)
-	if err != nil {
-		switch code := CodeOf(err); {
-		case code == CodeNotFound || errors.Is(err, syscall.ENOTDIR):
-			s.queue(key, change{writer: w, at: s.now(), to: to}) // a deletion
-			return Version{}, nil
-		case code == CodeNotRegularFile:
-			err = nil // a directory or device now: no version to keep
-		}
-		// Nothing to commit; the next access rehashes what is there.
-		return Version{}, err
-	}
-	c.created, c.from, c.to = born, from, to
-	s.queue(key, c)
-	return c.version, nil
-}
-
-// MoveTree moves the index entries and history of oldKey, and of every
-// path below it, to newKey: a directory renamed through the mount keeps its
-// files' versions without rehashing them. The journal records each move as
-// a deletion at the old path and a change at the new one, attributed to w.
-// Callers hold both keys' locks.
-func (s *Store) MoveTree(oldKey, newKey string, w Writer) error {
-	if oldKey == newKey {
-		return nil
-	}
-	s.flushPending()
-	s.moveMarks(oldKey, newKey, false)
-	s.moveSettling(oldKey, newKey, false)
-	at := s.now().UTC()
-	return s.db.Update(func(tx *bolt.Tx) error {
-		before, err := treeVersions(tx, oldKey, newKey)
-		if err != nil {
-			return err
-		}
-		if err := moveTree(tx, oldKey, newKey); err != nil {
-			return err
-		}
-		if err := moveUnsettled(tx, oldKey, newKey); err != nil {
-			return err
-		}
-		return journalTrees(tx, before, oldKey, newKey, at, w)
-	})
-}
-
-// ExchangeTree swaps the index entries of a and b and everything below
-// them (RENAME_EXCHANGE of directories). Callers hold both keys' locks.
-func (s *Store) ExchangeTree(a, b string, w Writer) error {
-	if a == b {
-		return nil
-	}
-	s.flushPending()
-	s.moveMarks(a, b, true)
-	s.moveSettling(a, b, true)
-	at := s.now().UTC()
-	return s.db.Update(func(tx *bolt.Tx) error {
-		before, err := treeVersions(tx, a, b)
-		if err != nil {
-			return err
-		}
-		tmp := b + "\x00exchange" // never a path: NUL cannot occur in one
-		for _, m := range [][2]string{{a, tmp}, {b, a}, {tmp, b}} {
-			if err := moveTree(tx, m[0], m[1]); err != nil {
-				return err
-			}
-			if err := moveUnsettled(tx, m[0], m[1]); err != nil {
-				return err
-			}
-		}
-		return journalTrees(tx, before, a, b, at, w)
-	})
 }
 
 // treeKeys lists the index keys of root and below it.
@@ -440,8 +352,8 @@ func (s *Store) History(key string) ([]HistoryEntry, error) {
 
 // Stats counts the index.
 type Stats struct {
-	Files int // paths with a present version
-	Dirty int // paths being written through the mount now
+	Files   int // paths with a present version
+	Writing int // files being written through the mount now
 	// Commits counts the index transactions committed since Open, each
 	// durable (two fdatasyncs), shared by the callers that came together.
 	Commits uint64
@@ -450,7 +362,7 @@ type Stats struct {
 // Stats counts the index entries.
 func (s *Store) Stats() (Stats, error) {
 	s.flushPending()
-	st := Stats{Dirty: s.beingWritten(), Commits: s.commits.done.Load()}
+	st := Stats{Writing: s.mount.writingCount(), Commits: s.commits.done.Load()}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
 			var r record
@@ -524,7 +436,7 @@ func (s *Store) recordSnapshot(tx *bolt.Tx, key string, snap snapshot) error {
 	if snap.statOnly || snap.fi != nil && !snap.fi.Mode().IsRegular() {
 		return nil
 	}
-	if s.dirty(key) {
+	if s.mount.writing(key) {
 		return nil // the mount's commit will attribute it
 	}
 	return s.record(tx, key, change{version: snap.version, fp: snap.fp, size: sizeOf(snap.fi), writer: External, at: snap.at})

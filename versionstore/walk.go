@@ -56,8 +56,8 @@ func (s *Store) Sync(ctx context.Context, progress func(done, total int)) (SyncS
 // sync is Sync on behalf of op, which its failure names.
 func (s *Store) sync(ctx context.Context, op string, progress func(done, total int)) (SyncStats, error) {
 	var st SyncStats
-	s.awaitMountWriters(ctx)
-	failed, _ := s.batchFailures()
+	s.mount.awaitIdle(ctx)
+	failed, _ := s.mount.batchFailures()
 	known, err := s.indexedFiles()
 	if err != nil {
 		return st, indexReadError(op, "", err)
@@ -85,7 +85,7 @@ func (s *Store) sync(ctx context.Context, op string, progress func(done, total i
 	// What the walk found is committed in the mount's batches: if one
 	// failed meanwhile (a full disk), the index is behind.
 	s.flushPending()
-	if n, err := s.batchFailures(); n != failed {
+	if n, err := s.mount.batchFailures(); n != failed {
 		return st, indexError(op, "", err)
 	}
 	if progress != nil {
@@ -154,9 +154,7 @@ func (s *Store) syncKnown(key string, r record, st *SyncStats) {
 // withinBudget reports whether the object store and the index, with the
 // bytes waiting in the batch, are within the retention budget.
 func (s *Store) withinBudget() bool {
-	s.mount.mu.Lock()
-	pending := s.mount.pendingBytes
-	s.mount.mu.Unlock()
+	pending := s.mount.queuedBytes()
 	return s.retain.kept()+pending < s.retain.budget
 }
 
@@ -168,7 +166,7 @@ func (s *Store) syncFile(key string, keep bool, st *SyncStats) (int64, bool) {
 	defer unlock()
 	// No flush first: what this enqueues lands behind any commit of key
 	// already in the batch, in the same transaction or a later one.
-	if s.dirty(key) {
+	if s.mount.writing(key) {
 		return 0, false // the mount's commit will record it
 	}
 	return s.syncFileLocked(key, keep, st)
@@ -198,7 +196,7 @@ func (s *Store) syncFileLocked(key string, keep bool, st *SyncStats) (int64, boo
 	n := int64(len(c.data))
 	// Into the mount's batch: a walk of 20,000 files is a few transactions,
 	// not 20,000.
-	s.enqueue(key, c)
+	s.mount.enqueue(key, c)
 	return n, true
 }
 
@@ -212,7 +210,7 @@ func (s *Store) syncPath(key string, st *SyncStats) {
 	unlock := s.locks.Lock(key)
 	defer unlock()
 	s.flushPending()
-	if s.dirty(key) {
+	if s.mount.writing(key) {
 		return
 	}
 	// Not found by the walk: gone, unless a file came since, through real
@@ -276,7 +274,7 @@ func (s *Store) noteGone(key string, at time.Time, st *SyncStats) {
 	case err != nil:
 		st.unread(key, indexReadError("sync", key, err))
 	case !v.IsZero():
-		s.enqueue(key, change{writer: External, at: at})
+		s.mount.enqueue(key, change{writer: External, at: at})
 	}
 }
 

@@ -59,7 +59,7 @@ func (s *Store) WriteText(ctx context.Context, t Target, content string, intent 
 		return res, fail(ReasonAborted, "write", "")
 	}
 	defer s.published(t.Key, &res.Version) // after the unlock below
-	s.awaitWriters(ctx, t.Key)
+	s.mount.awaitWriters(ctx, t.Key)
 	unlock := s.locks.Lock(t.Key)
 	defer unlock()
 	s.flushPending()
@@ -111,8 +111,8 @@ func (s *Store) writeAllowed(t Target, cur snapshot, intent Intent) error {
 	if cur.fi != nil && !cur.fi.Mode().IsRegular() {
 		return fail(ReasonNotRegular, "write", t.Display)
 	}
-	if cur.fi != nil && intent.Kind != IntentCreateIfAbsent && s.dirty(t.Key) {
-		return s.mountWriting("write", t.Display, t.Key)
+	if cur.fi != nil && intent.Kind != IntentCreateIfAbsent && s.mount.writing(t.Key) {
+		return s.mount.writingFailure("write", t.Display, t.Key)
 	}
 	switch intent.Kind {
 	case IntentReplaceIfVersion:
@@ -145,7 +145,7 @@ func (s *Store) Update(ctx context.Context, t Target, expect *Version, fn func(c
 		return res, fail(ReasonAborted, "", "")
 	}
 	defer s.published(t.Key, &res.Version) // after the unlock below
-	s.awaitWriters(ctx, t.Key)
+	s.mount.awaitWriters(ctx, t.Key)
 	unlock := s.locks.Lock(t.Key)
 	defer unlock()
 	s.flushPending()
@@ -166,8 +166,8 @@ func (s *Store) updateLocked(ctx context.Context, t Target, cur snapshot, expect
 		return res, fail(ReasonChanged, "", t.Display)
 	case !cur.fi.Mode().IsRegular():
 		return res, fail(ReasonNotRegular, "", t.Display)
-	case s.dirty(t.Key):
-		return res, s.mountWriting("", t.Display, t.Key)
+	case s.mount.writing(t.Key):
+		return res, s.mount.writingFailure("", t.Display, t.Key)
 	case expect != nil && *expect != cur.version:
 		return res, fail(ReasonChanged, "", t.Display)
 	}
@@ -345,7 +345,7 @@ func (s *Store) commitPublished(t Target, verb string, prior snapshot, fi fs.Fil
 // ok is false for a snapshot that records nothing: a non-regular file, a
 // stat alone, a file the mount is writing.
 func (s *Store) snapshotRecord(key string, snap snapshot) (change, bool) {
-	if snap.statOnly || snap.fi != nil && !snap.fi.Mode().IsRegular() || s.dirty(key) {
+	if snap.statOnly || snap.fi != nil && !snap.fi.Mode().IsRegular() || s.mount.writing(key) {
 		return change{}, false
 	}
 	c := change{version: snap.version, fp: snap.fp, size: sizeOf(snap.fi), writer: External, at: snap.at}
@@ -549,22 +549,4 @@ func (s *Store) createFailure(d keyDir, t Target, err error) error {
 		return fail(ReasonExists, "write", t.Display)
 	}
 	return osError("write", t.Display, err)
-}
-
-// writerGrace is how long a tool mutation waits for the mount's writers of
-// its file to let go before it is refused: the kernel releases a closed
-// file after close(2) has returned, so a shell command that just finished
-// may still hold the mark for a moment.
-const writerGrace = 250 * time.Millisecond
-
-// awaitWriters waits, up to writerGrace and without the file's lock, for
-// key's dirty mark to clear. The caller checks it again under the lock.
-func (s *Store) awaitWriters(ctx context.Context, key string) {
-	if !s.dirty(key) {
-		return
-	}
-	deadline := time.Now().Add(writerGrace)
-	for s.dirty(key) && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(2 * time.Millisecond)
-	}
 }
