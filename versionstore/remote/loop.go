@@ -64,9 +64,14 @@ func (r *Replicator) note(err error) {
 		r.opts.Logger.Info("remote reachable again", "remote", r.status.Remote, "down_since", r.status.ErrorSince)
 		r.status.Error, r.status.ErrorSince = "", time.Time{}
 	case err != nil:
+		switch {
+		case errors.Is(err, ErrTaken):
+			r.opts.Logger.Error("replication stopped: another dshfs took the remote over", "remote", r.status.Remote, "err", err)
+		case r.status.Error == "":
+			r.opts.Logger.Warn("remote unreachable, history queued on local disk", "remote", r.status.Remote, "err", err)
+		}
 		if r.status.Error == "" {
 			r.status.ErrorSince = time.Now()
-			r.opts.Logger.Warn("remote unreachable, history queued on local disk", "remote", r.status.Remote, "err", err)
 		}
 		r.status.Error = err.Error()
 		r.status.Fenced = errors.Is(err, ErrTaken)

@@ -73,12 +73,35 @@ func (r *Replicator) putHead(ctx context.Context, key string, n, seq uint64) err
 	}
 	etag, err := r.b.Put(ctx, headKey, data, Condition{IfMatch: r.etag})
 	if errors.Is(err, ErrPrecondition) {
-		return fmt.Errorf("%s: %w (it took over since this dshfs started)", r.b.Location(), ErrTaken)
+		return r.recheckHead(ctx, key)
 	}
 	if err != nil {
 		return err
 	}
 	r.etag = etag
+	return nil
+}
+
+// recheckHead reads the head after a refused write. A write whose answer
+// was lost (the connection cut after the server took it) changed the ETag
+// while the head is still this writer's: then it is adopted, and the write
+// done if the head names key. Any other writer has taken the prefix.
+func (r *Replicator) recheckHead(ctx context.Context, key string) error {
+	data, etag, err := r.b.Get(ctx, headKey, "")
+	if err != nil {
+		return err
+	}
+	h, err := decodeHead(data)
+	if err != nil {
+		return err
+	}
+	if h.Writer != r.opts.Writer {
+		return fmt.Errorf("%s: %w (%s took over since this dshfs started)", r.b.Location(), ErrTaken, h.Writer)
+	}
+	r.etag = etag
+	if h.Segment != key {
+		return fmt.Errorf("put %s: %w; tried again", headKey, ErrPrecondition)
+	}
 	return nil
 }
 
