@@ -58,7 +58,7 @@ func Binary(t testing.TB) string {
 	}
 	t.Logf("building %s@%s into %s (once)", Module, Version, dir)
 	cmd := exec.Command("go", "install", Module+"@"+Version)
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod")
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build versitygw: %v\n%s", err, out)
 	}
