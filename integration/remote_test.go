@@ -85,6 +85,9 @@ func TestRemoteReviewWithoutTheMachine(t *testing.T) {
 		}
 	}
 	local["show"] = m.run(0, "show", "--mount", m.mnt, filepath.Join(m.mnt, "a.txt")+"@"+edited.String()[:10])
+	if st := m.run(0, "status"); !strings.Contains(st, "history replicated to "+url+", journal shipped through entry") {
+		t.Fatalf("status does not show the replica:\n%s", st)
+	}
 	m.run(0, "unmount", m.mnt)
 	for _, dir := range []string{m.state, m.backing} {
 		if err := os.RemoveAll(dir); err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/dshfs/dshfs/internal/quote"
 	"github.com/dshfs/dshfs/toolapi"
@@ -197,4 +198,20 @@ func remoteFlagTo(dst *string) cli.Flag {
 	f := *remoteFlag
 	f.Destination = dst
 	return &f
+}
+
+// remoteText is a mount's replica in status: where, how far, how late, and
+// what fails.
+func remoteText(mnt string, r *remote.Status) string {
+	s := fmt.Sprintf("%s: history replicated to %s, journal shipped through entry %d of %d", quote.Name(mnt), r.Remote, r.ShippedSeq, r.LocalSeq)
+	if r.Lag > 0 {
+		s += fmt.Sprintf(", %s behind", r.Lag.Round(time.Millisecond))
+	}
+	switch {
+	case r.Fenced:
+		s += "; stopped: " + quote.Text(r.Error)
+	case r.Error != "":
+		s += fmt.Sprintf("; remote unreachable since %s: %s", r.ErrorSince.Local().Format(time.DateTime), quote.Text(r.Error))
+	}
+	return s
 }

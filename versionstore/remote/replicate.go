@@ -35,6 +35,10 @@ type Status struct {
 	Error      string    `json:"error,omitempty"`
 	ErrorSince time.Time `json:"error_since,omitzero"`
 	Fenced     bool      `json:"fenced,omitempty"`
+	// LocalSeq is the journal's last entry; Lag is how long the oldest
+	// entry not shipped has waited (zero when the replica is current).
+	LocalSeq uint64        `json:"local_seq"`
+	Lag      time.Duration `json:"lag_ns"`
 }
 
 // Replicator ships a store's history to a bucket in the background.
@@ -147,6 +151,17 @@ func decodeHead(data []byte) (head, error) {
 // Status is how far the replica is, and what went wrong last.
 func (r *Replicator) Status() Status {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.status
+	st := r.status
+	r.mu.Unlock()
+	seq, err := r.store.JournalSeq()
+	if err != nil {
+		return st
+	}
+	st.LocalSeq = seq
+	if seq > st.ShippedSeq {
+		if next, err := r.store.JournalAfter(st.ShippedSeq, 1); err == nil && len(next) == 1 {
+			st.Lag = max(time.Since(next[0].Time), 0)
+		}
+	}
+	return st
 }
