@@ -14,13 +14,13 @@ const testBucket = "history"
 
 // fixture is a store, a real S3 server and a bucket client on it.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	store  *versionstore.Store
 	server *s3test.Server
 	loc    Location
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	srv := s3test.Start(t, testBucket)
 	srv.Setenv(t)
