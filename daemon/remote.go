@@ -16,8 +16,9 @@ import (
 
 // remoteDrainTimeout bounds how long a stopping daemon ships the history
 // it has not shipped yet; what is left is said in the log, and shipped by
-// the next daemon on the same state directory.
-const remoteDrainTimeout = 30 * time.Second
+// the next daemon on the same state directory. With the socket's drain
+// (10 s) it stays within what `dshfs unmount` waits (stopTimeout).
+const remoteDrainTimeout = 15 * time.Second
 
 // remoteWriterFile holds the name this state directory's daemons
 // replicate as: a restarted daemon resumes its own prefix, any other
