@@ -112,6 +112,9 @@ func (r *Replicator) shipObjects(ctx context.Context, entries []versionstore.Jou
 	refs := map[versionstore.Version]objectRef{}
 	var p pack
 	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return nil, err // a drain's bound passed
+		}
 		for _, v := range []versionstore.Version{e.Prev, e.Version} {
 			if v.IsZero() || r.shipped[v] {
 				continue
