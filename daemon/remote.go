@@ -49,8 +49,11 @@ func (m *mount) startRemote() (func(), error) {
 	if errors.Is(err, remote.ErrTaken) {
 		return nil, fmt.Errorf("%w; --remote-takeover takes it over and stops the other one's replication", err)
 	}
+	if err != nil && !errors.Is(err, remote.ErrOtherHistory) {
+		err = fmt.Errorf("replicate to %s: %w", loc, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("replicate to %s: %w", loc, err)
+		return nil, err
 	}
 	m.remote = r
 	m.log.Info("replicating the history", "remote", loc.String(), "writer", writer)

@@ -108,6 +108,9 @@ func (r *Replicator) claim(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := r.checkAhead(h); err != nil {
+		return err
+	}
 	if h.Writer != r.opts.Writer {
 		if !r.opts.Takeover {
 			return fmt.Errorf("%s: %w (%s, last shipped %s)", r.b.Location(), ErrTaken, h.Writer, h.Time.Format(time.RFC3339))
@@ -120,6 +123,25 @@ func (r *Replicator) claim(ctx context.Context) error {
 	}
 	r.etag, r.n, r.segKey, r.seq = etag, h.N, h.Segment, h.Seq
 	return r.loadShipped(ctx)
+}
+
+// ErrOtherHistory is wrapped by the error of a replicator whose store's
+// journal is behind the prefix's: the prefix holds another workspace's
+// history (or this one's from before its state was lost), which this
+// store's entries must not be numbered into.
+var ErrOtherHistory = errors.New("it holds a longer history than this workspace's journal")
+
+// checkAhead refuses a prefix that has shipped entries this store never
+// had: going on from h.Seq would skip the store's own entries up to it.
+func (r *Replicator) checkAhead(h head) error {
+	local, err := r.store.JournalSeq()
+	if err != nil {
+		return err
+	}
+	if local < h.Seq {
+		return fmt.Errorf("%s: %w (entry %d there, %d here); give the workspace a prefix of its own", r.b.Location(), ErrOtherHistory, h.Seq, local)
+	}
+	return nil
 }
 
 // loadShipped learns which objects and checkpoints the segments hold.

@@ -227,3 +227,28 @@ func TestOutageCatchesUp(t *testing.T) {
 	}
 	assertNoDuplicates(t, f.fetch().Entries, 220)
 }
+
+// TestOtherHistoryRefused: a workspace whose journal is shorter than what
+// the prefix holds (another workspace's, or this one's state lost) is
+// refused even with Takeover: its entries would be numbered into a
+// history that is not theirs and those up to the prefix's skipped.
+func TestOtherHistoryRefused(t *testing.T) {
+	f := newFixture(t)
+	for i := range 3 {
+		f.write(fmt.Sprintf("f%d", i), "x")
+	}
+	r := f.start(f.bucket(), "w1")
+	f.caughtUp(r)
+	if err := r.Close(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	other, err := versionstore.Open(t.TempDir(), filepath.Join(t.TempDir(), "index.db"), versionstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_, err = Start(context.Background(), other, f.bucket(), Options{Writer: "w2", Takeover: true})
+	if !errors.Is(err, ErrOtherHistory) {
+		t.Fatalf("a fresh workspace taking over a prefix with 3 entries: %v, want ErrOtherHistory", err)
+	}
+}
