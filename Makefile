@@ -18,7 +18,12 @@ VERSION     ?= $(shell v=$$(git describe --tags --always --dirty=+dirty --abbrev
                  echo "$$v ($$(TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd))")
 LDFLAGS     := $(if $(VERSION),-ldflags "-X 'main.version=$(VERSION)'")
 
-.PHONY: all build install test lint fuzz bench stress tools harness-check pjdfstest
+# The S3 server the remote-history tests start (internal/s3test): versitygw,
+# pinned, built into the user's cache rather than imported into the module.
+VERSITYGW_VERSION := v1.8.0
+VERSITYGW_DIR     := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/dshfs/versitygw-$(VERSITYGW_VERSION)
+
+.PHONY: all build install test lint fuzz bench stress tools harness-check pjdfstest s3server
 
 all: build test lint
 
@@ -40,6 +45,10 @@ test:
 	$(GO) test -race -count=1 $(PKGS)
 	DSHFS_TEST_PASSTHROUGH=off $(GO) test -race -count=1 ./fusefs
 	DSHFS_TEST_PASSTHROUGH=off $(GO) test -race -count=1 -run 'Concurrent' ./integration
+
+s3server:
+	test -x $(VERSITYGW_DIR)/versitygw || (mkdir -p $(VERSITYGW_DIR) && \
+	  GOFLAGS= GOBIN=$(VERSITYGW_DIR) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION))
 
 tools:
 	test -x $(STATICCHECK) || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

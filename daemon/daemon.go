@@ -46,6 +46,9 @@ type Config struct {
 	RetainAge     time.Duration // kept bytes older than this go, unless current or checkpointed
 	ForgetActors  time.Duration // forget the observations of actors idle this long
 
+	Remote         string // s3://BUCKET/PREFIX the history is replicated to; "": none
+	RemoteTakeover bool   // take the prefix from the dshfs that replicates to it
+
 	Version string // the build, as the mount's record and MCP sessions name it
 }
 

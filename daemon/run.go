@@ -14,6 +14,7 @@ import (
 	"github.com/dshfs/dshfs/fusefs"
 	"github.com/dshfs/dshfs/internal/quote"
 	"github.com/dshfs/dshfs/versionstore"
+	"github.com/dshfs/dshfs/versionstore/remote"
 )
 
 // unmountErrorFile, in the state directory, says why the last unmount on a
@@ -30,6 +31,8 @@ type mount struct {
 	// drain stops serving the socket once the calls under way are over
 	// (serve); it may be called more than once.
 	drain func()
+	// remote ships the history to Config.Remote (nil: none).
+	remote *remote.Replicator
 }
 
 // Run mounts cfg.Backing at cfg.MountPoint, serves its tools, and returns
@@ -137,17 +140,25 @@ func (m *mount) start(umask os.FileMode) (func(), error) {
 		return nil, err
 	}
 	m.store = store
+	// A prefix another dshfs replicates to is refused before the mount.
+	stopRemote, err := m.startRemote()
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	if err := m.mountFS(); err != nil {
+		stopRemote()
 		store.Close()
 		return nil, err
 	}
 	if m.drain, err = m.serve(); err != nil {
 		m.fsys.Unmount()
+		stopRemote()
 		store.Close()
 		return nil, err
 	}
 	stopBaseline := startBaseline(store, m.cfg.Baseline, m.log)
-	return func() { m.drain(); stopBaseline(); store.Close() }, nil
+	return func() { m.drain(); stopBaseline(); stopRemote(); store.Close() }, nil
 }
 
 func (m *mount) openStore(umask os.FileMode) (*versionstore.Store, error) {

@@ -108,6 +108,10 @@ func (m *mount) status(pol *policy.Policy) func() unixsocket.Status {
 		if pol != nil {
 			st.Actors = actorSummary(pol)
 		}
+		if m.remote != nil {
+			rs := m.remote.Status()
+			st.Remote = &rs
+		}
 		return st
 	}
 }

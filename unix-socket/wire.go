@@ -12,6 +12,7 @@ import (
 	"github.com/dshfs/dshfs/policy"
 	"github.com/dshfs/dshfs/toolapi"
 	"github.com/dshfs/dshfs/versionstore"
+	"github.com/dshfs/dshfs/versionstore/remote"
 )
 
 // The wire types. Tool calls and results are toolapi's own, so the socket
@@ -49,6 +50,8 @@ type Status struct {
 	// IndexSalvage, if set, says the index was found damaged and what its
 	// salvage copied and lost.
 	IndexSalvage *versionstore.SalvageReport `json:"index_salvage,omitempty"`
+	// Remote, if set, is how far the history's replica (mount --remote) is.
+	Remote *remote.Status `json:"remote,omitempty"`
 }
 
 // ActorSummary counts the actors holding observations and names the most

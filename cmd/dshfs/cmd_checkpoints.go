@@ -14,11 +14,15 @@ import (
 
 func checkpointsCommand() *cli.Command {
 	var asJSON bool
+	var remoteURL string
 	return &cli.Command{
 		Name:  "checkpoints",
 		Usage: "list the checkpoints, oldest first",
-		Flags: []cli.Flag{mountFlag, &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &asJSON}},
+		Flags: []cli.Flag{mountFlag, remoteFlagTo(&remoteURL), &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts", Destination: &asJSON}},
 		Action: func(c *cli.Context) error {
+			if remoteURL != "" {
+				return runRemoteCheckpoints(c, remoteURL, asJSON)
+			}
 			return runCheckpoints(c, asJSON)
 		},
 	}

@@ -11,6 +11,7 @@ func diffCommand() *cli.Command {
 	var since string
 	var exclude cli.StringSlice
 	var git bool
+	var remoteURL string
 	return &cli.Command{
 		Name:      "diff",
 		Usage:     "show, as a unified diff, how a file changed between two versions, or everything changed since a checkpoint",
@@ -24,7 +25,7 @@ func diffCommand() *cli.Command {
 			"whose bytes are not kept are named, not shown. The headers are git's: git apply and patch -p1 take\n" +
 			"the diff (-R undoes the session). git's own files (.git/) are left out unless --git; --exclude\n" +
 			"leaves out what a pattern matches, as rewind takes it.",
-		Flags: []cli.Flag{mountFlag,
+		Flags: []cli.Flag{mountFlag, remoteFlagTo(&remoteURL),
 			&cli.StringFlag{Name: "since", Usage: "diff the workspace's changes since a checkpoint, a time or a duration ago", Destination: &since},
 			&cli.StringSliceFlag{Name: "exclude", Usage: "with --since, leave out what this pattern matches (repeatable)", Destination: &exclude},
 			&cli.BoolFlag{Name: "git", Usage: "with --since, include git's own files (.git/)", Destination: &git},
@@ -32,7 +33,14 @@ func diffCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if since != "" {
 				q := toolapi.SessionQuery{Since: since, Exclude: exclude.Value(), Git: git}
+				if remoteURL != "" {
+					q.Paths = c.Args().Slice()
+					return runRemoteDiff(c, remoteURL, q)
+				}
 				return runSessionDiff(c, q, cliPaths(c, c.Args().Slice()))
+			}
+			if remoteURL != "" {
+				return cli.Exit("diff --remote takes --since CHECKPOINT", exitUsage)
 			}
 			if c.NArg() < 1 || c.NArg() > 3 {
 				return cli.Exit("diff takes PATH and up to two versions, or --since CHECKPOINT and paths", exitUsage)

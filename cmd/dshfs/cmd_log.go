@@ -25,6 +25,8 @@ type logOptions struct {
 	JSON  bool
 	// Writer keeps the entries of one actor, or of one kind of writer.
 	Writer string
+	// Remote reads a replicated history (s3://BUCKET/PREFIX) instead.
+	Remote string
 }
 
 // defaultLogLimit is how many changes or versions log shows unless told:
@@ -47,7 +49,7 @@ func logCommand() *cli.Command {
 			"--all (or --limit 0) shows every one. --writer keeps the entries of one actor (a tool's, a\n" +
 			"registered shell's, a restore's) or one kind of writer: tool, mount, external (straight into the\n" +
 			"backing directory), baseline (the content a file had when dshfs first saw it) or restore.",
-		Flags: []cli.Flag{mountFlag,
+		Flags: []cli.Flag{mountFlag, remoteFlagTo(&o.Remote),
 			&cli.StringFlag{Name: "since", Usage: "only changes since a checkpoint, a time or a duration ago", Destination: &o.Since},
 			&cli.IntFlag{Name: "limit", Usage: "at most this many changes or versions, newest first (0: all)", Value: defaultLogLimit, Destination: &o.Limit},
 			&cli.BoolFlag{Name: "all", Usage: "every change or version, however many", Destination: &o.All},
@@ -55,6 +57,9 @@ func logCommand() *cli.Command {
 			&cli.StringFlag{Name: "writer", Usage: "only the entries of one actor, or one kind of writer (tool, mount, external, baseline, restore)", Destination: &o.Writer},
 		},
 		Action: func(c *cli.Context) error {
+			if o.Remote != "" {
+				return runRemoteLog(c, o, c.Args().Slice())
+			}
 			o.Paths = cliPaths(c, c.Args().Slice())
 			return runLog(c, o)
 		},
@@ -71,7 +76,7 @@ func runLog(c *cli.Context, o logOptions) error {
 	if len(o.Paths) == 1 && o.Since == "" {
 		return runHistory(c.Context, client, o.Paths[0], o)
 	}
-	return runChanges(c.Context, client, o)
+	return runChanges(c.Context, client.Log, o)
 }
 
 // limit is how many entries to show, 0 for all.
@@ -82,8 +87,8 @@ func (o logOptions) limit() int {
 	return max(o.Limit, 0)
 }
 
-// runChanges prints the workspace's changes.
-func runChanges(ctx context.Context, client *unixsocket.Client, o logOptions) error {
+// runChanges prints the workspace's changes, as log answers them.
+func runChanges(ctx context.Context, log func(context.Context, toolapi.SessionQuery) ([]unixsocket.Change, error), o logOptions) error {
 	limit := o.limit()
 	q := toolapi.SessionQuery{Since: o.Since, Paths: o.Paths, Limit: limit}
 	if o.Writer != "" {
@@ -91,7 +96,7 @@ func runChanges(ctx context.Context, client *unixsocket.Client, o logOptions) er
 	} else if limit > 0 {
 		q.Limit++ // one more tells whether there are more
 	}
-	changes, err := client.Log(ctx, q)
+	changes, err := log(ctx, q)
 	if err != nil {
 		return daemonError(err)
 	}

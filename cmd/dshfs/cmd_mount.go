@@ -146,6 +146,8 @@ func mountFlags(o *mountOptions) []cli.Flag {
 		&cli.Int64Flag{Name: "retain-bytes", Usage: "budget for kept bytes", Value: versionstore.DefaultRetainBytes, DefaultText: humanBytes(versionstore.DefaultRetainBytes), Destination: &o.RetainBytes},
 		&cli.DurationFlag{Name: "retain-age", Usage: "drop kept bytes older than this, unless current or checkpointed", Value: versionstore.DefaultRetainAge, Destination: &o.RetainAge},
 		&cli.DurationFlag{Name: "forget-actors-after", Usage: "forget what an actor observed once it has been idle this long (it reads again before editing)", Value: daemon.DefaultForgetActors, Destination: &o.ForgetActors},
+		&cli.StringFlag{Name: "remote", Usage: "replicate the history (every kept version, the journal, the checkpoints) to s3://BUCKET/PREFIX; endpoint and credentials come from the AWS configuration (AWS_ENDPOINT_URL_S3, AWS_PROFILE, ...)", Destination: &o.Remote},
+		&cli.BoolFlag{Name: "remote-takeover", Usage: "replicate to --remote's prefix even though another dshfs does, stopping that one's replication", Destination: &o.RemoteTakeover},
 		&cli.Int64Flag{Name: "max-image-bytes", Usage: "largest file read_image returns", Value: toolapi.DefaultMaxImageBytes, DefaultText: humanBytes(toolapi.DefaultMaxImageBytes), Destination: &o.MaxImageBytes},
 	}
 }

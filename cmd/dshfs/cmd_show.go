@@ -12,6 +12,7 @@ import (
 )
 
 func showCommand() *cli.Command {
+	var remoteURL string
 	return &cli.Command{
 		Name:      "show",
 		Usage:     "print a file's bytes at one of its versions, or now",
@@ -19,7 +20,7 @@ func showCommand() *cli.Command {
 		Description: "VERSION is b3:<hex> or at least 4 hex digits of a version in the file's history (dshfs log\n" +
 			"lists them). The bytes are checked against the version before they are printed. Without a\n" +
 			"version, the file's bytes now.",
-		Flags: []cli.Flag{mountFlag},
+		Flags: []cli.Flag{mountFlag, remoteFlagTo(&remoteURL)},
 		Action: func(c *cli.Context) error {
 			arg := c.Args().First()
 			if c.NArg() != 1 || arg == "" {
@@ -31,6 +32,12 @@ func showCommand() *cli.Command {
 				return runShowNow(c, arg)
 			case i == 0 || i == len(arg)-1:
 				return cli.Exit("show takes PATH or PATH@VERSION, e.g. show main.go@b3:1f2e3d4c", exitUsage)
+			}
+			if remoteURL != "" {
+				if i < 0 {
+					return cli.Exit("show --remote takes PATH@VERSION, with PATH relative to the workspace", exitUsage)
+				}
+				return runRemoteShow(c, remoteURL, arg[:i], arg[i+1:])
 			}
 			return runShow(c, arg[:i], arg[i+1:])
 		},

@@ -128,6 +128,9 @@ func printStatus(entries []statusEntry) error {
 		if r := e.IndexSalvage; r != nil {
 			fmt.Println(salvageText(e.MountPoint, r))
 		}
+		if r := e.Remote; r != nil {
+			fmt.Println(remoteText(e.MountPoint, r))
+		}
 	}
 	return nil
 }

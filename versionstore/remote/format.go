@@ -1,0 +1,121 @@
+// Package remote owns a workspace's history in S3-compatible object
+// storage: the replica the daemon ships in the background (every kept
+// object, every journal entry, the checkpoints), and reading it back on a
+// machine that has nothing else. The layout is docs/remote-format.md:
+//
+//	head.json                      the writer and the newest segment (conditional writes)
+//	journal/<n 12 digits>-<writer>.json   immutable segments, each naming the one before
+//	packs/<blake3 hex>             small objects, zstd frames one after another
+//	objects/<2 hex>/<62 hex>       a large object, one zstd frame, keyed by its version
+//
+// It reads the store through its exported methods only and writes nothing
+// into the workspace; what a person reads about it is worded by cmd/dshfs.
+package remote
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dshfs/dshfs/versionstore"
+	"github.com/klauspost/compress/zstd"
+	"github.com/zeebo/blake3"
+)
+
+// formatName names the layout in every head and segment.
+const formatName = "dshfs-history/1"
+
+const headKey = "head.json"
+
+// packLimit is the largest compressed object kept in a pack; larger ones
+// are objects of their own. packMax bounds a pack.
+const (
+	packLimit = 1 << 20
+	packMax   = 32 << 20
+)
+
+// ErrTaken is wrapped by the error of a replicator whose prefix another
+// writer replicates to.
+var ErrTaken = errors.New("another dshfs replicates to it")
+
+// head is the one mutable object: who writes the prefix, and its newest
+// segment. It is only ever written conditionally.
+type head struct {
+	Format  string    `json:"format"`
+	Writer  string    `json:"writer"`
+	Segment string    `json:"segment,omitempty"` // the newest segment's key, under the prefix
+	N       uint64    `json:"n"`                 // its number
+	Seq     uint64    `json:"seq"`               // the last journal entry shipped
+	Time    time.Time `json:"time"`
+}
+
+// segment is one immutable step of the history: journal entries after the
+// previous segment's, the checkpoints as they were, and where the bytes of
+// the versions it names first are.
+type segment struct {
+	Format      string                             `json:"format"`
+	N           uint64                             `json:"n"`
+	Prev        string                             `json:"prev,omitempty"`
+	Writer      string                             `json:"writer"`
+	Entries     []versionstore.JournalEntry        `json:"entries"`
+	Checkpoints []versionstore.Checkpoint          `json:"checkpoints"`
+	Objects     map[versionstore.Version]objectRef `json:"objects,omitempty"`
+}
+
+// objectRef is where an object's compressed bytes are: a whole object, or
+// a range of a pack.
+type objectRef struct {
+	Key  string `json:"key"`
+	Off  int64  `json:"off,omitempty"`
+	Len  int64  `json:"len"`
+	Size int64  `json:"size"` // uncompressed
+}
+
+func segmentKey(n uint64, writer string) string {
+	return fmt.Sprintf("journal/%012d-%s.json", n, writer)
+}
+
+func objectKey(v versionstore.Version) string {
+	h := hex.EncodeToString(v[:])
+	return "objects/" + h[:2] + "/" + h[2:]
+}
+
+func packKey(data []byte) string {
+	sum := blake3.Sum256(data)
+	return "packs/" + hex.EncodeToString(sum[:])
+}
+
+// codec compresses objects the same way every time: a segment rebuilt
+// after a crash names the same packs.
+type codec struct {
+	enc *zstd.Encoder
+	dec *zstd.Decoder
+}
+
+func newCodec() (*codec, error) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecodeAllCapLimit(true))
+	if err != nil {
+		return nil, err
+	}
+	return &codec{enc: enc, dec: dec}, nil
+}
+
+// open decompresses z, which must be the bytes of version v of size n.
+func (c *codec) open(v versionstore.Version, z []byte, n int64) ([]byte, error) {
+	if n < 0 || n > 1<<34 {
+		return nil, fmt.Errorf("%s: %w (size %d)", v, versionstore.ErrCorrupt, n)
+	}
+	data, err := c.dec.DecodeAll(z, make([]byte, 0, n))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (%v)", v, versionstore.ErrCorrupt, err)
+	}
+	if int64(len(data)) != n || versionstore.Sum(data) != v {
+		return nil, fmt.Errorf("%s: %w (the bytes hash to %s)", v, versionstore.ErrCorrupt, versionstore.Sum(data))
+	}
+	return data, nil
+}

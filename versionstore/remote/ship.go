@@ -1,0 +1,192 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dshfs/dshfs/versionstore"
+)
+
+// shipOnce ships the journal entries after the last shipped, at most
+// maxEntries, and the checkpoints if they changed, as one segment: first
+// the bytes of the versions it names for the first time, then the
+// segment, then the head (If-Match). It reports whether anything was
+// left to ship.
+func (r *Replicator) shipOnce(ctx context.Context) (shipped bool, err error) {
+	entries, err := r.store.JournalAfter(r.seq, r.opts.MaxEntries)
+	if err != nil {
+		return false, err
+	}
+	cps, err := r.store.Checkpoints()
+	if err != nil {
+		return false, err
+	}
+	if cps == nil {
+		cps = []versionstore.Checkpoint{}
+	}
+	if len(entries) == 0 && slices.Equal(cps, r.cps) {
+		return false, nil
+	}
+	seg := segment{Format: formatName, N: r.n + 1, Prev: r.segKey, Writer: r.opts.Writer,
+		Entries: entries, Checkpoints: cps}
+	if seg.Entries == nil {
+		seg.Entries = []versionstore.JournalEntry{}
+	}
+	if seg.Objects, err = r.shipObjects(ctx, entries); err != nil {
+		return false, err
+	}
+	key := segmentKey(seg.N, r.opts.Writer)
+	data, err := json.MarshalIndent(seg, "", " ")
+	if err != nil {
+		return false, err
+	}
+	// The key is this writer's own: a segment a crash left there unnamed
+	// by the head is replaced.
+	if _, err := r.b.Put(ctx, key, data, Condition{}); err != nil {
+		return false, err
+	}
+	seq := r.seq
+	if len(entries) > 0 {
+		seq = entries[len(entries)-1].Seq
+	}
+	if err := r.putHead(ctx, key, seg.N, seq); err != nil {
+		return false, err
+	}
+	for v := range seg.Objects {
+		r.shipped[v] = true
+	}
+	r.n, r.segKey, r.seq, r.cps = seg.N, key, seq, cps
+	return true, nil
+}
+
+// putHead names the segment just written, unless another writer took the
+// prefix meanwhile.
+func (r *Replicator) putHead(ctx context.Context, key string, n, seq uint64) error {
+	h := head{Format: formatName, Writer: r.opts.Writer, Segment: key, N: n, Seq: seq, Time: time.Now().UTC()}
+	data, err := json.MarshalIndent(h, "", " ")
+	if err != nil {
+		return err
+	}
+	etag, err := r.b.Put(ctx, headKey, data, Condition{IfMatch: r.etag})
+	if errors.Is(err, ErrPrecondition) {
+		return r.recheckHead(ctx, key)
+	}
+	if err != nil {
+		return err
+	}
+	r.etag = etag
+	return nil
+}
+
+// recheckHead reads the head after a refused write. A write whose answer
+// was lost (the connection cut after the server took it) changed the ETag
+// while the head is still this writer's: then it is adopted, and the write
+// done if the head names key. Any other writer has taken the prefix.
+func (r *Replicator) recheckHead(ctx context.Context, key string) error {
+	data, etag, err := r.b.Get(ctx, headKey, "")
+	if err != nil {
+		return err
+	}
+	h, err := decodeHead(data)
+	if err != nil {
+		return err
+	}
+	if h.Writer != r.opts.Writer {
+		return fmt.Errorf("%s: %w (%s took over since this dshfs started)", r.b.Location(), ErrTaken, h.Writer)
+	}
+	r.etag = etag
+	if h.Segment != key {
+		return fmt.Errorf("put %s: %w; tried again", headKey, ErrPrecondition)
+	}
+	return nil
+}
+
+// shipObjects uploads the kept bytes of the versions entries name, each
+// for the first time: small ones in packs, large ones on their own.
+// Versions whose bytes are not kept are left out.
+func (r *Replicator) shipObjects(ctx context.Context, entries []versionstore.JournalEntry) (map[versionstore.Version]objectRef, error) {
+	refs := map[versionstore.Version]objectRef{}
+	var p pack
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return nil, err // a drain's bound passed
+		}
+		for _, v := range []versionstore.Version{e.Prev, e.Version} {
+			if v.IsZero() || r.shipped[v] {
+				continue
+			}
+			if _, done := refs[v]; done {
+				continue
+			}
+			data, err := r.store.Object(v)
+			if errors.Is(err, versionstore.ErrNotKept) || errors.Is(err, versionstore.ErrCorrupt) {
+				continue // the journal still names it; nothing to ship
+			}
+			if err != nil {
+				return nil, err
+			}
+			z := r.codec.enc.EncodeAll(data, nil)
+			ref := objectRef{Len: int64(len(z)), Size: int64(len(data))}
+			if len(z) > packLimit {
+				ref.Key = objectKey(v)
+				if err := r.putImmutable(ctx, ref.Key, z); err != nil {
+					return nil, err
+				}
+				refs[v] = ref
+				continue
+			}
+			if len(p.data)+len(z) > packMax {
+				if err := r.flushPack(ctx, &p, refs); err != nil {
+					return nil, err
+				}
+			}
+			p.add(v, ref, z)
+		}
+	}
+	return refs, r.flushPack(ctx, &p, refs)
+}
+
+// putImmutable writes a content-addressed object unless it is there.
+func (r *Replicator) putImmutable(ctx context.Context, key string, data []byte) error {
+	_, err := r.b.Put(ctx, key, data, Condition{IfNoneMatch: "*"})
+	if errors.Is(err, ErrPrecondition) {
+		return nil // the same bytes, from before a crash
+	}
+	return err
+}
+
+// pack gathers small compressed objects for one upload.
+type pack struct {
+	data []byte
+	refs map[versionstore.Version]objectRef
+}
+
+func (p *pack) add(v versionstore.Version, ref objectRef, z []byte) {
+	if p.refs == nil {
+		p.refs = map[versionstore.Version]objectRef{}
+	}
+	ref.Off = int64(len(p.data))
+	p.refs[v] = ref
+	p.data = append(p.data, z...)
+}
+
+// flushPack uploads p under its hash and adds its objects to refs.
+func (r *Replicator) flushPack(ctx context.Context, p *pack, refs map[versionstore.Version]objectRef) error {
+	if len(p.refs) == 0 {
+		return nil
+	}
+	key := packKey(p.data)
+	if err := r.putImmutable(ctx, key, p.data); err != nil {
+		return err
+	}
+	for v, ref := range p.refs {
+		ref.Key = key
+		refs[v] = ref
+	}
+	*p = pack{}
+	return nil
+}
