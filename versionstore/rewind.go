@@ -309,7 +309,7 @@ type RewindAction struct {
 	// In a rewind of one actor's changes, ActorVersion is the version the
 	// actor's last change left (From is the file now, To before the actor);
 	// ChangedBy, on a conflict, is who changed the file after the actor.
-	ActorVersion Version `json:"actor_version,omitempty"`
+	ActorVersion Version `json:"actor_version,omitzero"`
 	ChangedBy    *Writer `json:"changed_by,omitempty"`
 }
 
