@@ -92,8 +92,8 @@ func (ts *testStore) wantFiles(why string, want map[string]string) {
 
 // A rewind of actor A's changes undoes its tool writes and its shell's
 // writes, creations, deletions and renames, and leaves B's and an
-// unattributed shell's changes; a plain rewind to the checkpoint it made
-// first undoes it.
+// unattributed shell's changes; a rewind of the rewinder's changes since
+// the checkpoint it made first undoes it, and only it.
 func TestRewindActorRevertsOnlyTheActorsChanges(t *testing.T) {
 	ts := checkpointed(t, map[string]string{"tool.txt": "t0\n", "shell.txt": "s0\n", "gone.txt": "g0\n",
 		"old.txt": "o0\n", "b.txt": "b0\n", "other.txt": "x0\n"})
@@ -116,11 +116,15 @@ func TestRewindActorRevertsOnlyTheActorsChanges(t *testing.T) {
 		"gone.txt": "g0\n", "old.txt": "o0\n", "moved.txt": "", "b.txt": "b1 by B\n", "b-new.txt": "made by B\n",
 		"other.txt": "x1 by nobody's shell\n"})
 
-	if _, err := ts.Rewind(context.Background(), res.Before, RewindOptions{Writer: rewinder}); err != nil {
-		t.Fatal(err)
+	// Undone as one step: the rewinder's changes since the checkpoint it
+	// made, B's later write kept.
+	ts.writeBy(shellB, "b.txt", "b2 by B, after\n")
+	undo, err := ts.Rewind(context.Background(), res.Before, RewindOptions{Actor: rewinder.Actor, Writer: rewinder})
+	if err != nil || undo.Conflicts != 0 || len(undo.Actions) != 6 {
+		t.Fatalf("undo: %+v, %v", undo, err)
 	}
 	ts.wantFiles("after undoing it", map[string]string{"tool.txt": "t1 by A's tool\n", "new.txt": "made by A\n",
-		"gone.txt": "", "old.txt": "", "moved.txt": "o0\n", "b.txt": "b1 by B\n"})
+		"gone.txt": "", "old.txt": "", "moved.txt": "o0\n", "b.txt": "b2 by B, after\n"})
 }
 
 // A file another writer changed after A did is a conflict, with its three
