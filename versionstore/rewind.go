@@ -593,7 +593,7 @@ func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, expec
 		a.Op = "restore"
 	}
 	if expect != nil && known != *expect {
-		a.Err = ErrChangedDuringRewind
+		a.Err = ErrChangedSinceLooked
 		return a, true
 	}
 	if e.PrevUnknown {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -21,6 +22,10 @@ import (
 // actor's first change there is a conflict: putting it back would undo
 // that writer's change too, so it is reported with its three versions
 // (before the actor, the actor's, now) and left alone.
+
+// ErrChangedSinceLooked is the conflict of a file changed after a rewind of
+// one actor's changes looked at it, before its turn.
+var ErrChangedSinceLooked = errors.New("changed by another writer during the rewind")
 
 // ActorConflict is the conflict of a file another writer changed after
 // the actor whose changes a rewind undoes.

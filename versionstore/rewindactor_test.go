@@ -2,6 +2,7 @@ package versionstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -166,4 +167,24 @@ func TestRewindActorConflictWhereAnotherChangedAfter(t *testing.T) {
 		}
 		ts.wantFiles(fmt.Sprintf("partial %v", partial), want)
 	}
+}
+
+// A file another writer changes after the rewind has looked at it, before
+// its turn, is a conflict and keeps that writer's bytes: the rewind changes
+// a file only while it is still at the actor's version.
+func TestRewindActorLeavesAFileChangedAfterTheLook(t *testing.T) {
+	ts := checkpointed(t, map[string]string{"f.txt": "0\n"})
+	ts.writeBy(shellA, "f.txt", "1 by A\n")
+	raced := false
+	progress := func(done, total int) {
+		if total == 2 && done == 1 && !raced { // one file looked at, not changed yet
+			raced = true
+			ts.writeBy(shellB, "f.txt", "2 by B, meanwhile\n")
+		}
+	}
+	res, err := ts.Rewind(context.Background(), "cp", RewindOptions{Actor: "A", Writer: rewinder, Progress: progress})
+	if err != nil || !raced || res.Conflicts != 1 || !errors.Is(res.Actions[0].Err, ErrChangedSinceLooked) {
+		t.Fatalf("rewind %+v, %v (raced: %v); want one conflict", res, err, raced)
+	}
+	ts.wantFiles("after the rewind", map[string]string{"f.txt": "2 by B, meanwhile\n"})
 }
