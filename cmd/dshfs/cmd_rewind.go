@@ -58,12 +58,12 @@ func rewindCommand() *cli.Command {
 // runRewind rewinds paths (none: the whole workspace) to checkpoint, and
 // says what it did; a conflict is exit status 1.
 func runRewind(c *cli.Context, o rewindOptions, checkpoint string, paths []string) error {
+	if o.Partial && o.Actor == "" {
+		return cli.Exit("--partial goes with --actor: a rewind of everyone's changes always changes what does not conflict", exitUsage)
+	}
 	client, err := clientForPaths(c, paths)
 	if err != nil {
 		return err
-	}
-	if o.Partial && o.Actor == "" {
-		return cli.Exit("--partial goes with --actor: a rewind of everyone's changes always changes what does not conflict", exitUsage)
 	}
 	bar := newProgressBar(os.Stderr, "rewind")
 	res, err := client.Rewind(c.Context, unixsocket.RewindRequest{Checkpoint: checkpoint, DryRun: o.DryRun,
