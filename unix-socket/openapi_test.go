@@ -85,6 +85,7 @@ func TestOpenAPIConformance(t *testing.T) {
 	c.restore()
 	c.checkpoints()
 	c.rewind()
+	c.rewindActor()
 	c.collection()
 	c.session()
 	c.processes()
@@ -284,6 +285,30 @@ func (c *conformance) rewind() {
 	c.post("/v1/rewind", `{"checkpoint":"before","actor":"\u0000"}`, 400, bad)
 	c.post("/v1/rewind", `{"checkpoint":`, 400, bad)
 	c.post("/v1/rewind", `{"checkpoint":"before"`+strings.Repeat(" ", 2<<20)+`}`, 413)
+}
+
+// rewindActor undoes one actor's changes since a checkpoint: the file
+// only a made goes, b's stays; a file b changed after a is a conflict
+// that, without partial, refuses the whole rewind.
+func (c *conformance) rewindActor() {
+	c.post("/v1/checkpoints", `{"name":"agents"}`, 200)
+	c.tool("write", `{"actor":"b","arguments":{"file_path":"by-b.txt","content":"b\n"}}`, 200)
+	c.tool("write", `{"actor":"a","arguments":{"file_path":"by-a.txt","content":"a\n"}}`, 200)
+	c.tool("write", `{"actor":"a","arguments":{"file_path":"both.txt","content":"a\n"}}`, 200)
+	c.tool("read", `{"actor":"b","arguments":{"file_path":"both.txt"}}`, 200)
+	c.tool("write", `{"actor":"b","arguments":{"file_path":"both.txt","content":"b\n"}}`, 200, loose)
+	r := c.rewindTo(`{"checkpoint":"agents","only_actor":"a"}`)
+	if !slices.Equal(actions(r), []string{"both.txt remove", "by-a.txt remove"}) || !r.Refused || r.Conflicts != 1 || r.Before != "" {
+		c.t.Errorf("rewind of a's changes, refused: %+v", r)
+	}
+	r = c.rewindTo(`{"checkpoint":"agents","only_actor":"a","partial":true}`)
+	if !slices.Equal(actions(r), []string{"both.txt remove", "by-a.txt remove"}) || r.Refused || r.Conflicts != 1 || r.Actor != "a" {
+		c.t.Errorf("rewind of a's changes, partial: %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(c.d.ws, "by-b.txt")); string(b) != "b\n" {
+		c.t.Errorf("b's file after a's changes were undone: %q", b)
+	}
+	c.post("/v1/rewind", `{"checkpoint":"agents","only_actor":"\u0000"}`, 400, bad)
 }
 
 // rewindTo runs a rewind that succeeds and returns its result line's.

@@ -64,6 +64,12 @@ type RewindRequest struct {
 	// slash matches any path element (".git"), one with a slash a path
 	// from the root.
 	Exclude []string `json:"exclude,omitempty"`
+	// OnlyActor limits the rewind to the changes attributed to that actor
+	// (its tool calls, its process tree's writes through the mount); a
+	// file another writer changed after it is a conflict, and a conflict
+	// changes nothing unless Partial.
+	OnlyActor string `json:"only_actor,omitempty"`
+	Partial   bool   `json:"partial,omitempty"`
 }
 
 // Progress is how far a long operation has got.
@@ -253,9 +259,11 @@ func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "rewind needs a checkpoint")
 		return
 	}
-	if err := toolapi.CheckActor(req.Actor); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+	for _, a := range []string{req.Actor, req.OnlyActor} {
+		if err := toolapi.CheckActor(a); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
 	}
 	if cps, err := s.cfg.Store.Checkpoints(); err != nil || !hasCheckpoint(cps, req.Checkpoint) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("checkpoint %q: %v", req.Checkpoint, versionstore.ErrNoCheckpoint))
@@ -271,6 +279,7 @@ func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {
 		// away must not leave the workspace half rewound.
 		res, err := s.cfg.Store.Rewind(context.WithoutCancel(r.Context()), req.Checkpoint, versionstore.RewindOptions{
 			DryRun: req.DryRun, Paths: keys, Exclude: req.Exclude, Progress: progress,
+			Actor: req.OnlyActor, Partial: req.Partial,
 			Writer: versionstore.Writer{Kind: versionstore.WriterRestore, Actor: req.Actor},
 		})
 		toolapi.WordRewind(&res)

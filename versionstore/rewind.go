@@ -306,15 +306,25 @@ type RewindAction struct {
 	// InGit marks a git repository's own files (under a .git directory):
 	// rewinding them undoes the commits and branch moves made since.
 	InGit bool `json:"in_git,omitempty"`
+	// In a rewind of one actor's changes, ActorVersion is the version the
+	// actor's last change left (From is the file now, To before the actor);
+	// ChangedBy, on a conflict, is who changed the file after the actor.
+	ActorVersion Version `json:"actor_version,omitzero"`
+	ChangedBy    *Writer `json:"changed_by,omitempty"`
 }
 
 // RewindResult says what a rewind did.
 type RewindResult struct {
-	Checkpoint string         `json:"checkpoint"`
-	Before     string         `json:"before,omitempty"` // the checkpoint made first
-	DryRun     bool           `json:"dry_run,omitempty"`
-	Actions    []RewindAction `json:"actions"`
-	Conflicts  int            `json:"conflicts"`
+	Checkpoint string `json:"checkpoint"`
+	Before     string `json:"before,omitempty"` // the checkpoint made first
+	DryRun     bool   `json:"dry_run,omitempty"`
+	// Actor is whose changes alone the rewind undid ("": everyone's).
+	Actor string `json:"actor,omitempty"`
+	// Refused says nothing was changed because of the conflicts found
+	// first (a rewind of one actor's changes without Partial).
+	Refused   bool           `json:"refused,omitempty"`
+	Actions   []RewindAction `json:"actions"`
+	Conflicts int            `json:"conflicts"`
 }
 
 // RewindOptions shape a rewind.
@@ -326,6 +336,14 @@ type RewindOptions struct {
 	Paths []string
 	// Exclude leaves out the paths a pattern matches (see Excluded).
 	Exclude []string
+	// Actor, if set, limits the rewind to the changes attributed to that
+	// actor (rewindactor.go): its tool calls, its process tree's writes
+	// through the mount, restores run under its name.
+	Actor string
+	// Partial lets a rewind of one actor's changes go ahead despite
+	// conflicts, leaving the conflicting files alone; without it a conflict
+	// found first changes nothing.
+	Partial bool
 	// Writer is who the history names for the versions put back.
 	Writer Writer
 	// Progress, if set, is told how far the rewind has got: first the walk
@@ -352,6 +370,9 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 	if err != nil {
 		return res, err
 	}
+	if o.Actor != "" {
+		return s.rewindActor(ctx, cp, st.Unread, o, res)
+	}
 	keys, first, err := s.rewindPlan(cp, o)
 	if err != nil {
 		return res, err
@@ -370,13 +391,9 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 		if o.Progress != nil {
 			o.Progress(i, len(keys))
 		}
-		if a, ok := s.rewindOne(ctx, key, first[key], o.DryRun, o.Writer); ok {
-			var fe *Error
-			if errors.As(a.Err, &fe) && fe.Reason == ReasonIndex {
-				// The file changed and the index cannot say so: every later
-				// change would be as unrecorded. Stop; a rewind run again
-				// once there is room finishes the work.
-				return res, indexError("rewind", key, fe.Err)
+		if a, ok := s.rewindOne(ctx, key, first[key], nil, o.DryRun, o.Writer); ok {
+			if err := stopOnIndex(key, a.Err); err != nil {
+				return res, err
 			}
 			if a.Err != nil {
 				res.Conflicts++
@@ -388,18 +405,39 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 	if !o.DryRun {
 		s.removeNewDirs(cp, first, removedFiles(res.Actions))
 	}
-	for _, key := range s.owedUnplanned(first, o) {
-		res.Actions = append(res.Actions, s.unplanned(key, ErrBeingWritten))
-		res.Conflicts++
-	}
-	for _, key := range unreadUnplanned(st.Unread, first, o) {
-		res.Actions = append(res.Actions, s.unplanned(key, osError("restore", key, st.Unread[key])))
-		res.Conflicts++
-	}
+	unplanned := s.unplannedConflicts(first, st.Unread, o)
+	res.Actions = append(res.Actions, unplanned...)
+	res.Conflicts += len(unplanned)
 	if o.Progress != nil {
 		o.Progress(len(keys), len(keys))
 	}
 	return res, nil
+}
+
+// stopOnIndex is the error that stops a rewind at key when its change
+// there failed as err: the file changed and the index cannot say so, and
+// every later change would be as unrecorded. A rewind run again once there
+// is room finishes the work.
+func stopOnIndex(key string, err error) error {
+	var fe *Error
+	if errors.As(err, &fe) && fe.Reason == ReasonIndex {
+		return indexError("rewind", key, fe.Err)
+	}
+	return nil
+}
+
+// unplannedConflicts are the conflicts of the files in the rewind's scope
+// that the plan leaves alone but that may differ from the checkpoint
+// unseen: being written, or unread by the look-over.
+func (s *Store) unplannedConflicts(first map[string]JournalEntry, unread map[string]error, o RewindOptions) []RewindAction {
+	var out []RewindAction
+	for _, key := range s.owedUnplanned(first, o) {
+		out = append(out, s.unplanned(key, ErrBeingWritten))
+	}
+	for _, key := range unreadUnplanned(unread, first, o) {
+		out = append(out, s.unplanned(key, osError("restore", key, unread[key])))
+	}
+	return out
 }
 
 // unplanned is the conflict of a file the plan leaves alone that may differ
@@ -455,6 +493,13 @@ func (s *Store) rewindPlan(cp Checkpoint, o RewindOptions) ([]string, map[string
 	if err != nil {
 		return nil, nil, err
 	}
+	return planOrder(first, o), first, nil
+}
+
+// planOrder is the paths of first in the rewind's scope, in the order a
+// rewind changes them: removals first, deepest first, then restores in
+// path order.
+func planOrder(first map[string]JournalEntry, o RewindOptions) []string {
 	keys := make([]string, 0, len(first))
 	for k := range first {
 		if (ChangeQuery{Paths: o.Paths}).selects(JournalEntry{Path: k}) && !Excluded(k, o.Exclude) {
@@ -472,7 +517,7 @@ func (s *Store) rewindPlan(cp Checkpoint, o RewindOptions) ([]string, map[string
 			return keys[i] < keys[j]
 		}
 	})
-	return keys, first, nil
+	return keys
 }
 
 // Excluded reports whether a pattern matches key. A pattern with no slash
@@ -502,8 +547,9 @@ func inGit(key string) bool {
 }
 
 // rewindOne puts key back to what e replaced; ok is false when there was
-// nothing to do.
-func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRun bool, w Writer) (a RewindAction, ok bool) {
+// nothing to do. With expect set, the index must still hold *expect for
+// key: a change since by anyone is a conflict.
+func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, expect *Version, dryRun bool, w Writer) (a RewindAction, ok bool) {
 	t := Target{Key: key, Display: key}
 	a = RewindAction{Path: key, To: e.Prev}
 	var changed bool
@@ -545,6 +591,10 @@ func (s *Store) rewindOne(ctx context.Context, key string, e JournalEntry, dryRu
 		a.Op = "recreate"
 	default:
 		a.Op = "restore"
+	}
+	if expect != nil && known != *expect {
+		a.Err = ErrChangedSinceLooked
+		return a, true
 	}
 	if e.PrevUnknown {
 		a.Err = ErrUnknownAtCheckpoint

@@ -28,11 +28,16 @@ func TestHumanOutputQuotesNames(t *testing.T) {
 		{Path: "a" + esc, Op: "restore"},
 		{Path: "b\n", Op: "remove", Error: "cannot restore \"b\n\": being written"},
 	}})
+	printRewind(&buf, unixsocket.RewindResult{Checkpoint: "cp", Actor: "ag" + esc, Before: "cp-2", Conflicts: 1, Actions: []unixsocket.RewindAction{
+		{Path: "c", Op: "restore", Error: "changed after actor", ChangedBy: &mountWriter},
+	}})
 	out := buf.String()
 	for _, want := range []string{
 		`"x\nforged"`, `mount, "ev\033[2Kil" (pid 7, uid 0) for "harness\n1"`, `"new\033[2K" (from "old\tname")`,
 		`"cp\033[2K"`, `restored  "a\033[2K"`, `conflict  "b\n": cannot restore "b\n": being written`,
 		`rewound to "cp\033[2K": 1 file(s) changed, 1 conflict(s); undo with: dshfs rewind "undo\r"`,
+		`before "ag\033[2K" none, "ag\033[2K"'s none, now none; changed by mount, "ev\033[2Kil" (pid 7, uid 0) for "harness\n1"`,
+		`rewound "ag\033[2K"'s changes since cp: 0 file(s) changed, 1 conflict(s)`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %s", want)
