@@ -24,12 +24,12 @@ func (ts *testStore) writeBy(w Writer, rel, content string) {
 	ts.t.Helper()
 	unlock := ts.locks.Lock(rel)
 	defer unlock()
-	absent := ts.Preserve(rel)
+	absent := ts.mount.Preserve(rel)
 	ts.put(rel, content)
 	if absent {
-		ts.Created(rel)
+		ts.mount.Created(rel)
 	}
-	if _, err := ts.Refresh(rel, w); err != nil {
+	if _, err := ts.mount.Refresh(rel, w); err != nil {
 		ts.t.Fatal(err)
 	}
 }
@@ -39,9 +39,9 @@ func (ts *testStore) removeBy(w Writer, rel string) {
 	ts.t.Helper()
 	unlock := ts.locks.Lock(rel)
 	defer unlock()
-	ts.Preserve(rel)
+	ts.mount.Preserve(rel)
 	must(ts.t, os.Remove(ts.path(rel)))
-	if _, err := ts.Refresh(rel, w); err != nil {
+	if _, err := ts.mount.Refresh(rel, w); err != nil {
 		ts.t.Fatal(err)
 	}
 }
@@ -51,15 +51,15 @@ func (ts *testStore) renameBy(w Writer, from, to string) {
 	ts.t.Helper()
 	unlock := ts.locks.Lock2(from, to)
 	defer unlock()
-	ts.Preserve(from)
-	absent := ts.Preserve(to)
+	ts.mount.Preserve(from)
+	absent := ts.mount.Preserve(to)
 	must(ts.t, os.Rename(ts.path(from), ts.path(to)))
-	ts.NoteRename(from, to)
+	ts.mount.NoteRename(from, to)
 	if absent {
-		ts.Created(to)
+		ts.mount.Created(to)
 	}
 	for _, k := range []string{from, to} {
-		if _, err := ts.Refresh(k, w); err != nil {
+		if _, err := ts.mount.Refresh(k, w); err != nil {
 			ts.t.Fatal(err)
 		}
 	}
