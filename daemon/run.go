@@ -158,7 +158,14 @@ func (m *mount) start(umask os.FileMode) (func(), error) {
 		return nil, err
 	}
 	stopBaseline := startBaseline(store, m.cfg.Baseline, m.log)
-	return func() { m.drain(); stopBaseline(); stopRemote(); store.Close() }, nil
+	return func() {
+		m.drain()
+		t0 := time.Now()
+		stopBaseline()
+		stopRemote()
+		err := store.Close()
+		m.log.Info("closed the store", "took", time.Since(t0).Round(time.Millisecond), "err", err)
+	}, nil
 }
 
 func (m *mount) openStore(umask os.FileMode) (*versionstore.Store, error) {
@@ -197,8 +204,13 @@ func (m *mount) wait(sig <-chan os.Signal) error {
 	select {
 	case s := <-sig:
 		m.log.Info("unmounting", "signal", s.String())
+		t0 := time.Now()
 		m.drain()
-		if err := m.fsys.Unmount(); err != nil {
+		t1 := time.Now()
+		err := m.fsys.Unmount()
+		// A stop that takes long says where its time went.
+		m.log.Info("unmounted", "drain", t1.Sub(t0).Round(time.Millisecond), "unmount", time.Since(t1).Round(time.Millisecond), "err", err)
+		if err != nil {
 			// For `dshfs unmount`, which waits for this process to end.
 			writeNew(filepath.Join(m.cfg.StateDir, unmountErrorFile), err.Error()+"\n")
 			return err

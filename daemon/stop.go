@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dshfs/dshfs/internal/quote"
 )
 
 // stopTimeout is how long Stop waits for a daemon to unmount and exit.
@@ -58,7 +60,7 @@ func awaitExit(pid int, stateDir string, uid int) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("the daemon (pid %d) did not exit within 30 s", pid)
+	return fmt.Errorf("the daemon (pid %d) did not exit within 30 s: its log, %s, says how far it got", pid, quote.Name(filepath.Join(stateDir, LogFileName)))
 }
 
 // maxUnmountError bounds the note read back from a daemon's state directory.
