@@ -81,6 +81,10 @@ func TestMountCommandLifecycle(t *testing.T) {
 			t.Fatalf("dshfs mount exited with %v\n%s", err, stderr.String())
 		}
 	case <-time.After(20 * time.Second):
+		// SIGQUIT makes it print every goroutine's stack: where it hangs.
+		// The output is read once it exited (exec copies into it till then).
+		cmd.Process.Signal(syscall.SIGQUIT)
+		<-exited
 		t.Fatalf("dshfs mount did not exit 20 s after SIGTERM\n%s", stderr.String())
 	}
 	waitMounted(t, mnt, false)
