@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"path/filepath"
 	"runtime"
 	"syscall"
@@ -194,6 +195,10 @@ func (m *mount) mountFS() error {
 	return nil
 }
 
+// stopWatchdog is how long a stop may take before the daemon logs its
+// goroutines.
+const stopWatchdog = 20 * time.Second
+
 // wait returns once the mount is gone: unmounted on a signal, or from
 // outside. On a signal the socket is drained first: a tool call under way
 // finishes with the mount still there (its publish invalidates the
@@ -205,6 +210,12 @@ func (m *mount) wait(sig <-chan os.Signal) error {
 	case s := <-sig:
 		m.log.Info("unmounting", "signal", s.String())
 		t0 := time.Now()
+		// A stop that hangs says where: dshfs unmount gives up at 30 s.
+		watchdog := time.AfterFunc(stopWatchdog, func() {
+			m.log.Warn("still stopping; the daemon's goroutines follow", "after", stopWatchdog)
+			pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+		})
+		defer watchdog.Stop()
 		m.drain()
 		t1 := time.Now()
 		err := m.fsys.Unmount()
