@@ -3,7 +3,6 @@ package versionstore
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"time"
@@ -122,19 +121,19 @@ func initBuckets(tx *bolt.Tx) error {
 }
 
 func getRecord(tx *bolt.Tx, key string) (record, bool, error) {
-	var r record
 	b := tx.Bucket(bucketFiles).Get([]byte(key))
 	if b == nil {
-		return r, false, nil
+		return record{}, false, nil
 	}
-	if err := json.Unmarshal(b, &r); err != nil {
+	r, err := decodeRecord(b)
+	if err != nil {
 		return r, false, fmt.Errorf("decode index entry %q: %w", key, err)
 	}
 	return r, true, nil
 }
 
 func putRecord(tx *bolt.Tx, key string, r record) error {
-	b, err := json.Marshal(r)
+	b, err := encodeRecord(r)
 	if err != nil {
 		return err
 	}
@@ -150,7 +149,7 @@ func historyKey(path string, seq uint64) []byte {
 
 // appendHistory adds e to r's history, dropping the oldest entries beyond limit.
 func appendHistory(tx *bolt.Tx, key string, r *record, e HistoryEntry, limit int) error {
-	b, err := json.Marshal(e)
+	b, err := encodeHistory(e)
 	if err != nil {
 		return err
 	}
@@ -181,15 +180,15 @@ func setNewestOwner(tx *bolt.Tx, key string, r record, o *Owner) error {
 	if v == nil {
 		return nil
 	}
-	var e HistoryEntry
-	if err := json.Unmarshal(v, &e); err != nil {
+	e, err := decodeHistory(v)
+	if err != nil {
 		return fmt.Errorf("decode history of %q: %w", key, err)
 	}
 	if e.Deleted || e.Owner != nil && *e.Owner == *o {
 		return nil
 	}
 	e.Owner = o
-	b, err := json.Marshal(e)
+	b, err := encodeHistory(e)
 	if err != nil {
 		return err
 	}
@@ -202,8 +201,8 @@ func readHistory(tx *bolt.Tx, key string) ([]HistoryEntry, error) {
 	c := tx.Bucket(bucketHistory).Cursor()
 	var out []HistoryEntry
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, v = c.Next() {
-		var e HistoryEntry
-		if err := json.Unmarshal(v, &e); err != nil {
+		e, err := decodeHistory(v)
+		if err != nil {
 			return nil, fmt.Errorf("decode history of %q: %w", key, err)
 		}
 		out = append(out, e)

@@ -2,7 +2,6 @@ package versionstore
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -58,7 +57,7 @@ func journal(tx *bolt.Tx, e JournalEntry) error {
 		return err
 	}
 	e.Seq = seq
-	v, err := json.Marshal(e)
+	v, err := encodeJournal(e)
 	if err != nil {
 		return err
 	}
@@ -74,8 +73,8 @@ func firstChangesAfter(tx *bolt.Tx, seq uint64) (map[string]JournalEntry, error)
 	first := map[string]JournalEntry{}
 	c := tx.Bucket(bucketJournal).Cursor()
 	for k, v := c.Seek(journalKey(seq + 1)); k != nil; k, v = c.Next() {
-		var e JournalEntry
-		if err := json.Unmarshal(v, &e); err != nil {
+		e, err := decodeJournal(v)
+		if err != nil {
 			return nil, fmt.Errorf("decode journal entry %d: %w", binary.BigEndian.Uint64(k), err)
 		}
 		if _, seen := first[e.Path]; !seen {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -160,8 +159,7 @@ func dumpBucket(s *Store, tx *bolt.Tx, name string, b *bolt.Bucket, add func(str
 	case "journal":
 		add("journal sequence=%d", b.Sequence())
 		return b.ForEach(func(k, v []byte) error {
-			var e JournalEntry
-			err := json.Unmarshal(v, &e)
+			e, err := decodeJournal(v)
 			add("journal %d %s", binary.BigEndian.Uint64(k), journalLine(e))
 			return err
 		})
@@ -226,4 +224,3 @@ func ownerLine(o *Owner) string {
 	}
 	return fmt.Sprintf("%d:%d:%v", o.Uid, o.Gid, o.Perm)
 }
-

@@ -3,7 +3,6 @@ package versionstore
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -105,7 +104,7 @@ func salvage(path, keptAs string, db *bolt.DB, log *slog.Logger) (rep SalvageRep
 
 // putSalvageReport records rep in the new index, for the status to show.
 func putSalvageReport(tx *bolt.Tx, rep SalvageReport) error {
-	v, err := json.Marshal(rep)
+	v, err := encodeSalvage(rep)
 	if err != nil {
 		return err
 	}
@@ -240,7 +239,7 @@ func (c *salvager) copyBucket(b *bolt.Bucket, top string, hdr []byte, depth int)
 				c.copyBucket(sub, top, v, depth+1)
 			}
 		case top == string(bucketMeta) && bytes.Equal(k, keyClean):
-		case jsonBuckets[top] && !json.Valid(v):
+		case jsonBuckets[top] && !validValue(v):
 			c.rep.Lost++
 		default:
 			if b.Put(bytes.Clone(k), bytes.Clone(v)) == nil {
@@ -288,7 +287,7 @@ func newestJournalEntry(tx *bolt.Tx) JournalEntry {
 	var e JournalEntry
 	if b := tx.Bucket(bucketJournal); b != nil {
 		if _, v := b.Cursor().Last(); v != nil {
-			json.Unmarshal(v, &e)
+			e, _ = decodeJournal(v)
 		}
 	}
 	return e
@@ -304,7 +303,8 @@ func (s *Store) Salvaged() (rep SalvageReport, found bool, err error) {
 		if v == nil {
 			return nil
 		}
-		if err := json.Unmarshal(v, &rep); err != nil {
+		var err error
+		if rep, err = decodeSalvage(v); err != nil {
 			return fmt.Errorf("decode salvage report: %w", err)
 		}
 		found = true
