@@ -16,13 +16,7 @@ import (
 // of files (a read of a file never seen before) are not changes and are not
 // journaled.
 //
-//	journal      <seq uint64 BE> → JournalEntry (JSON)
-//	checkpoints  <name> → Checkpoint (JSON)
-
-var (
-	bucketJournal     = []byte("journal")
-	bucketCheckpoints = []byte("checkpoints")
-)
+// Its buckets, journal and checkpoints, are in buckets.go.
 
 // JournalEntry is one change.
 type JournalEntry struct {
@@ -46,8 +40,6 @@ type JournalEntry struct {
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
 }
-
-func journalKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
 
 // journal appends e, numbering it.
 func journal(tx *bolt.Tx, e JournalEntry) error {

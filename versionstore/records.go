@@ -16,10 +16,23 @@ import (
 // an upgrade of older indexes (schema.go); TestRecordEncodingUnchanged
 // pins the bytes and TestKeptIndex reads an index an earlier dshfs wrote.
 //
-// The private types the store works with (record, fingerprint, unsettled)
-// are stored as they are: nothing outside the package sees them. A version
+// The private types the store works with (record below, its fingerprint,
+// unsettled) are stored as they are: nothing outside the package sees them. A version
 // is stored in its text form (b3:<64 hex digits>, "" for none), a mode as
 // its number.
+
+// record is the index entry of one path.
+type record struct {
+	Version  Version     `json:"version"` // zero: the path is known to be absent (a tombstone)
+	FP       fingerprint `json:"fp"`
+	Recorded int64       `json:"recorded_ns"` // wall clock when FP was taken, for the racy rule
+	// HistFirst and HistNext bound the live history sequence numbers [first, next).
+	HistFirst uint64 `json:"hist_first"`
+	HistNext  uint64 `json:"hist_next"`
+	// Perm is the permission bits the file last had, kept when it is
+	// deleted: a restore that recreates it gives them back. Zero: unknown.
+	Perm fs.FileMode `json:"perm,omitempty"`
+}
 
 // diskWriter is a Writer as stored.
 type diskWriter struct {

@@ -40,13 +40,6 @@ type SalvageReport struct {
 	Unreadable string `json:"unreadable,omitempty"`
 }
 
-// keySalvage, in the meta bucket, holds the last salvage's report.
-var keySalvage = []byte("salvage")
-
-// jsonBuckets are the store's buckets whose values are JSON: a value from
-// a damaged page that does not parse is not copied.
-var jsonBuckets = map[string]bool{string(bucketFiles): true, string(bucketHistory): true, string(bucketJournal): true, string(bucketCheckpoints): true, string(bucketUnsettled): true}
-
 // salvage copies what can be read of the damaged index at path into db, and
 // records and logs what it copied and lost; keptAs is where the damaged file
 // will be kept. An error that is not indexDamage (the new index's commit, a

@@ -41,8 +41,6 @@ import (
 // only later). Only a process writing straight into the backing directory
 // within the moment between a publish and its sync goes unordered.
 
-var bucketUnsettled = []byte("unsettled")
-
 // unsettledLimit is the largest publish that may be acknowledged before its
 // file is synced: its bytes always fit inline in the index (inlineLimit).
 const unsettledLimit = 256 << 10
