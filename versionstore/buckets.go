@@ -65,17 +65,19 @@ func historyKey(path string, seq uint64) []byte {
 
 func journalKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
 
-const schemaVersion = "1"
-
+// initBuckets creates the buckets an index lacks, once its schema is
+// known to be this dshfs's (upgraded if it was older).
 func initBuckets(tx *bolt.Tx) error {
+	if _, err := tx.CreateBucketIfNotExists(bucketMeta); err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketMeta, err)
+	}
+	if err := upgradeSchema(tx); err != nil {
+		return err
+	}
 	for _, name := range storeBuckets {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
 	}
-	meta := tx.Bucket(bucketMeta)
-	if v := meta.Get(keySchema); v != nil && string(v) != schemaVersion {
-		return fmt.Errorf("index schema %q is not %q", v, schemaVersion)
-	}
-	return meta.Put(keySchema, []byte(schemaVersion))
+	return nil
 }

@@ -80,6 +80,10 @@ func salvage(path, keptAs string, db *bolt.DB, log *slog.Logger) (rep SalvageRep
 			}
 			c.copyBucket(b, string(k), v, 1)
 		})
+		// The copied records are of the damaged index's schema.
+		if err := upgradeSchema(tx); err != nil {
+			return err
+		}
 		if err := tx.Bucket(bucketMeta).Delete(keyClean); err != nil {
 			return err
 		}
