@@ -3,6 +3,7 @@ package versionstore
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -22,6 +23,11 @@ import (
 //	objects      <version, 32 bytes> → header and maybe data (objects.go)
 //	unkept       <version, 32 bytes> → why its bytes are not kept (1 byte: unkeptCollected, unkeptBudget)
 //	unsettled    <rel path> → unsettled: a tool publish not synced yet (settle.go)
+//	observations <actor> 0x00 <rel path> → what the actor last saw there: the version's 32 bytes, or absentMark (observations.go)
+//	actors       <actor> → when it last recorded an observation (Unix ns, uint64 BE)
+//
+// An actor never contains a NUL (recordObservation refuses one), so the
+// prefix scan of an actor's observations is exact.
 //
 // Owners (Owner) are in the history entries, the journal's (PrevOwner) and,
 // through the fingerprint, the records. Entries written before dshfs kept
@@ -36,6 +42,9 @@ var (
 	bucketObjects     = []byte("objects")
 	bucketUnkept      = []byte("unkept")
 	bucketUnsettled   = []byte("unsettled")
+	// The policy's, which the store keeps for it.
+	bucketObservations = []byte("observations")
+	bucketActors       = []byte("actors")
 
 	keySchema   = []byte("schema")
 	keyClean    = []byte("clean")
@@ -44,7 +53,7 @@ var (
 )
 
 // storeBuckets are the buckets every index has.
-var storeBuckets = [][]byte{bucketMeta, bucketFiles, bucketHistory, bucketObjects, bucketJournal, bucketCheckpoints, bucketUnkept, bucketUnsettled}
+var storeBuckets = [][]byte{bucketMeta, bucketFiles, bucketHistory, bucketObjects, bucketJournal, bucketCheckpoints, bucketUnkept, bucketUnsettled, bucketObservations}
 
 // jsonBuckets are the buckets whose values are JSON records (records.go):
 // a value from a damaged page that does not parse is not salvaged.
@@ -65,6 +74,11 @@ func historyKey(path string, seq uint64) []byte {
 
 func journalKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
 
+func observationKey(actor, key string) []byte {
+	k := make([]byte, 0, len(actor)+1+len(key))
+	return append(append(append(k, actor...), 0), key...)
+}
+
 // initBuckets creates the buckets an index lacks, once its schema is
 // known to be this dshfs's (upgraded if it was older).
 func initBuckets(tx *bolt.Tx) error {
@@ -79,5 +93,13 @@ func initBuckets(tx *bolt.Tx) error {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
 	}
-	return nil
+	if tx.Bucket(bucketActors) != nil {
+		return nil
+	}
+	if _, err := tx.CreateBucket(bucketActors); err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketActors, err)
+	}
+	// An index from before actors were stamped: its actors start their
+	// idle time now.
+	return stampActors(tx, time.Now())
 }

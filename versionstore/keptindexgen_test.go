@@ -84,7 +84,7 @@ func newKeptGen(t *testing.T) *keptGen {
 		t.Fatal(err)
 	}
 	g.s = s
-	if g.pol, err = policy.New(s.DB(), policy.Options{Now: clock}); err != nil {
+	if g.pol, err = policy.New(s.Observations(), policy.Options{Now: clock}); err != nil {
 		t.Fatal(err)
 	}
 	return g
