@@ -139,18 +139,7 @@ func DumpIndex(s *Store) string {
 func dumpBucket(s *Store, tx *bolt.Tx, name string, b *bolt.Bucket, add func(string, ...any)) error {
 	switch name {
 	case "files":
-		return b.ForEach(func(k, _ []byte) error {
-			r, _, err := getRecord(tx, string(k))
-			add("files %q %s fp=%+v recorded=%d hist=[%d,%d) perm=%v", k, r.Version, r.FP, r.Recorded, r.HistFirst, r.HistNext, r.Perm)
-			if err != nil {
-				return err
-			}
-			h, err := readHistory(tx, string(k))
-			for i, e := range h {
-				add("history %q #%d %s", k, r.HistNext-1-uint64(i), historyLine(e))
-			}
-			return err
-		})
+		return b.ForEach(func(k, _ []byte) error { return dumpFile(tx, string(k), add) })
 	case "history":
 		return b.ForEach(func(k, v []byte) error {
 			add("history-key %x", k)
@@ -183,6 +172,20 @@ func dumpBucket(s *Store, tx *bolt.Tx, name string, b *bolt.Bucket, add func(str
 		})
 	}
 	return dumpRaw(name, b, add)
+}
+
+// dumpFile dumps key's record and history.
+func dumpFile(tx *bolt.Tx, key string, add func(string, ...any)) error {
+	r, _, err := getRecord(tx, key)
+	add("files %q %s fp=%+v recorded=%d hist=[%d,%d) perm=%v", key, r.Version, r.FP, r.Recorded, r.HistFirst, r.HistNext, r.Perm)
+	if err != nil {
+		return err
+	}
+	h, err := readHistory(tx, key)
+	for i, e := range h {
+		add("history %q #%d %s", key, r.HistNext-1-uint64(i), historyLine(e))
+	}
+	return err
 }
 
 // dumpRaw dumps the buckets whose values are not JSON.

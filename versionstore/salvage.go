@@ -70,26 +70,7 @@ func salvage(path, keptAs string, db *bolt.DB, log *slog.Logger) (rep SalvageRep
 		if !rootSound {
 			rep.Lost++
 		}
-		c.entries(r.meta.root, nil, 0, func(k, v []byte, isBucket bool) {
-			if !isBucket || len(k) == 0 {
-				return
-			}
-			b, err := tx.CreateBucketIfNotExists(k)
-			if err != nil {
-				return
-			}
-			c.copyBucket(b, string(k), v, 1)
-		})
-		// The copied records are of the damaged index's schema.
-		if err := upgradeSchema(tx); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketMeta).Delete(keyClean); err != nil {
-			return err
-		}
-		newest := newestJournalEntry(tx)
-		rep.CompleteUntil, rep.JournalSeq = newest.Time, newest.Seq
-		return putSalvageReport(tx, rep)
+		return c.copyInto(tx)
 	})
 	if err != nil {
 		return rep, fmt.Errorf("salvage index: %w", err)
@@ -97,6 +78,30 @@ func salvage(path, keptAs string, db *bolt.DB, log *slog.Logger) (rep SalvageRep
 	log.Warn("index salvaged", "from", keptAs, "copied", rep.Copied, "pages_lost", rep.Lost,
 		"history_complete_until", rep.CompleteUntil, "journal_seq", rep.JournalSeq)
 	return rep, nil
+}
+
+// copyInto copies every top-level bucket into tx and records the report.
+func (c *salvager) copyInto(tx *bolt.Tx) error {
+	c.entries(c.r.meta.root, nil, 0, func(k, v []byte, isBucket bool) {
+		if !isBucket || len(k) == 0 {
+			return
+		}
+		b, err := tx.CreateBucketIfNotExists(k)
+		if err != nil {
+			return
+		}
+		c.copyBucket(b, string(k), v, 1)
+	})
+	// The copied records are of the damaged index's schema.
+	if err := upgradeSchema(tx); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketMeta).Delete(keyClean); err != nil {
+		return err
+	}
+	newest := newestJournalEntry(tx)
+	c.rep.CompleteUntil, c.rep.JournalSeq = newest.Time, newest.Seq
+	return putSalvageReport(tx, *c.rep)
 }
 
 // putSalvageReport records rep in the new index, for the status to show.
