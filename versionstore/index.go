@@ -52,6 +52,8 @@ type Owner struct {
 }
 
 // HistoryEntry is one version of a path. A zero Version records a deletion.
+// It is what the store hands out (a wire type of the socket too); the
+// index stores a diskHistory (records.go).
 type HistoryEntry struct {
 	Version Version   `json:"version"`
 	Size    int64     `json:"size"`

@@ -18,7 +18,8 @@ import (
 //
 // Its buckets, journal and checkpoints, are in buckets.go.
 
-// JournalEntry is one change.
+// JournalEntry is one change, as the store hands it out; the index stores
+// a diskJournal (records.go).
 type JournalEntry struct {
 	Seq  uint64 `json:"seq"`
 	Path string `json:"path"`

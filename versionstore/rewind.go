@@ -19,7 +19,8 @@ const WriterRestore WriterKind = "restore"
 
 // Checkpoint is a named position in the journal. It pins the version every
 // file had at that moment without copying anything: a file changed since
-// is given back the version its first later change replaced.
+// is given back the version its first later change replaced. The index
+// stores a diskCheckpoint (records.go).
 type Checkpoint struct {
 	Name  string    `json:"name"`
 	Seq   uint64    `json:"seq"`

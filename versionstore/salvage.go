@@ -24,7 +24,8 @@ import (
 // inspection. Versions of files whose entries were lost are recomputed from
 // the files on first access, as for any file the index does not know.
 
-// SalvageReport says what a salvage copied and lost.
+// SalvageReport says what a salvage copied and lost. The index keeps it as
+// a diskSalvage (records.go).
 type SalvageReport struct {
 	At     time.Time      `json:"at"`         // when the index was salvaged
 	From   string         `json:"from"`       // the damaged file, kept
