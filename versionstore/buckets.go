@@ -52,7 +52,8 @@ var (
 	keySalvage  = []byte("salvage")
 )
 
-// storeBuckets are the buckets every index has.
+// storeBuckets are the buckets every index has (actors too, made apart:
+// initBuckets stamps the actors of an index that had none).
 var storeBuckets = [][]byte{bucketMeta, bucketFiles, bucketHistory, bucketObjects, bucketJournal, bucketCheckpoints, bucketUnkept, bucketUnsettled, bucketObservations}
 
 // jsonBuckets are the buckets whose values are JSON records (records.go):
