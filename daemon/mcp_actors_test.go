@@ -16,7 +16,7 @@ func TestActorNamesAreEachSessionsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	pol, err := policy.New(store.DB(), policy.Options{})
+	pol, err := policy.New(store.Observations(), policy.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ func registerWith(actors *fusefs.Actors) func(actor string, pid int, peerUID uin
 // without it.
 func Tools(store *versionstore.Store, noPolicy bool, cfg toolapi.Config) (svc *toolapi.Service, pol *policy.Policy, err error) {
 	if !noPolicy {
-		if pol, err = policy.New(store.DB(), policy.Options{}); err != nil {
+		if pol, err = policy.New(store.Observations(), policy.Options{}); err != nil {
 			return nil, nil, err
 		}
 	}

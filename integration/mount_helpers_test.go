@@ -47,7 +47,7 @@ func mountWorkspace(t *testing.T) *workspace {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := policy.New(w.store.DB(), policy.Options{})
+	pol, err := policy.New(w.store.Observations(), policy.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,11 @@
 package policy
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"sort"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/dshfs/dshfs/versionstore"
 )
 
 // MaxActorBytes bounds an actor's name. Observations are keyed by actor
@@ -32,42 +30,13 @@ type Activity struct {
 	LastSeen time.Time `json:"last_seen"`
 }
 
-func stamp(b *bolt.Bucket, actor string, t time.Time) error {
-	var v [8]byte
-	binary.BigEndian.PutUint64(v[:], uint64(t.UnixNano()))
-	return b.Put([]byte(actor), v[:])
-}
-
-func unstamp(v []byte) (time.Time, bool) {
-	if len(v) != 8 {
-		return time.Time{}, false
-	}
-	return time.Unix(0, int64(binary.BigEndian.Uint64(v))), true
-}
-
-// stampAll stamps every actor holding an observation with t.
-func stampAll(obs, actors *bolt.Bucket, t time.Time) error {
-	var last []byte
-	return obs.ForEach(func(k, _ []byte) error {
-		a, _, _ := bytes.Cut(k, []byte{0})
-		if bytes.Equal(a, last) {
-			return nil
-		}
-		last = append(last[:0], a...)
-		return stamp(actors, string(a), t)
-	})
-}
-
 // Activity lists every actor with its last activity, most recent first.
 func (p *Policy) Activity() ([]Activity, error) {
-	var out []Activity
-	err := p.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketActors).ForEach(func(k, v []byte) error {
-			t, _ := unstamp(v)
-			out = append(out, Activity{Actor: string(k), LastSeen: t})
-			return nil
-		})
-	})
+	acts, err := p.obs.Activity()
+	out := make([]Activity, 0, len(acts))
+	for _, a := range acts {
+		out = append(out, Activity(a))
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].LastSeen.After(out[j].LastSeen) })
 	return out, err
 }
@@ -83,30 +52,19 @@ func (p *Policy) ForgetIdle(idle time.Duration, keep int) ([]string, error) {
 		return nil, err
 	}
 	cutoff := p.now().Add(-idle)
-	var idlers []Activity
+	var idlers []versionstore.ActorActivity
 	for i, a := range all {
 		if a.LastSeen.Before(cutoff) || keep > 0 && i >= keep {
-			idlers = append(idlers, a)
+			idlers = append(idlers, versionstore.ActorActivity(a))
 		}
 	}
 	var gone []string
 	// In batches: one actor may hold many observations, and a single huge
-	// transaction would hold the index's write lock for long.
+	// transaction would hold the index's write lock for long. One that
+	// observed since the list was taken stays.
 	for start := 0; start < len(idlers); start += 64 {
-		batch := idlers[start:min(start+64, len(idlers))]
-		err := p.db.Update(func(tx *bolt.Tx) error {
-			for _, a := range batch {
-				// One that observed since the list was taken stays.
-				if t, _ := unstamp(tx.Bucket(bucketActors).Get([]byte(a.Actor))); t.After(a.LastSeen) {
-					continue
-				}
-				if err := forget(tx, a.Actor); err != nil {
-					return err
-				}
-				gone = append(gone, a.Actor)
-			}
-			return nil
-		})
+		batch, err := p.obs.ForgetInactive(idlers[start:min(start+64, len(idlers))])
+		gone = append(gone, batch...)
 		if err != nil {
 			return gone, err
 		}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/dshfs/dshfs/versionstore"
-	bolt "go.etcd.io/bbolt"
 )
 
 // clock is a settable test clock.
@@ -26,7 +25,7 @@ func newClockedPolicy(t *testing.T) (*Policy, *clock) {
 	}
 	t.Cleanup(func() { st.Close() })
 	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	p, err := New(st.DB(), Options{Now: c.now})
+	p, err := New(st.Observations(), Options{Now: c.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,34 +91,6 @@ func TestRepeatedObservationKeepsAnActorActive(t *testing.T) {
 		t.Fatalf("ForgetIdle = %q, %v; an actor reading every day is not idle", gone, err)
 	}
 	mustEditVersion(t, p, "a", "x.txt", v1)
-}
-
-func TestActorsOfAnOlderIndexAreStampedOnOpen(t *testing.T) {
-	p, c := newClockedPolicy(t)
-	mustObserve(t, p, "a", "x.txt", Present(v1))
-	mustObserve(t, p, "a", "y.txt", Present(v1))
-	mustObserve(t, p, "b", "x.txt", Absent)
-	// As an index written before actors were stamped.
-	if err := p.db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketActors) }); err != nil {
-		t.Fatal(err)
-	}
-	c.advance(30 * 24 * time.Hour)
-	p, err := New(p.db, Options{Now: c.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	acts, err := p.Activity()
-	if err != nil || len(acts) != 2 {
-		t.Fatalf("Activity() = %v, %v; want a and b", acts, err)
-	}
-	for _, a := range acts {
-		if !a.LastSeen.Equal(c.now()) {
-			t.Errorf("%s stamped %v, want the open's time %v", a.Actor, a.LastSeen, c.now())
-		}
-	}
-	if gone, err := p.ForgetIdle(7*24*time.Hour, 0); err != nil || len(gone) != 0 {
-		t.Fatalf("ForgetIdle right after the upgrade = %q, %v; want nothing", gone, err)
-	}
 }
 
 func TestObserveRefusesALongActor(t *testing.T) {

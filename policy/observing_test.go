@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,7 +13,15 @@ import (
 // actor may edit the version it wrote. It records nothing where Observe
 // records nothing or fails.
 func TestObservingRecordsInTheCallersTransaction(t *testing.T) {
-	p := newPolicy(t)
+	st, err := versionstore.Open(t.TempDir(), filepath.Join(t.TempDir(), "index.db"), versionstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	p, err := New(st.Observations(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, actor := range []string{"", "a\x00b", strings.Repeat("x", MaxActorBytes+1)} {
 		if p.Observing(actor, "f") != nil {
 			t.Errorf("Observing(%q) records something", actor)
@@ -20,7 +29,7 @@ func TestObservingRecordsInTheCallersTransaction(t *testing.T) {
 	}
 	v := versionstore.SumString("text")
 	f := p.Observing("agent", "f")
-	if err := p.db.Update(func(tx *bolt.Tx) error { return f(tx, v) }); err != nil {
+	if err := st.DB().Update(func(tx *bolt.Tx) error { return f(tx, v) }); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := p.EditIntent("agent", "f"); err != nil || got != v {

@@ -24,7 +24,7 @@ func openPolicy(t *testing.T, indexPath string) (*Policy, func()) {
 		}
 	}
 	t.Cleanup(closeStore) // Close is idempotent
-	p, err := New(st.DB(), Options{})
+	p, err := New(st.Observations(), Options{})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -336,13 +336,13 @@ func TestNewIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	p1, err := New(st.DB(), Options{})
+	p1, err := New(st.Observations(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustObserve(t, p1, "a", "x.txt", Present(v1))
 	// A second policy over the same file sees the first one's state.
-	p2, err := New(st.DB(), Options{})
+	p2, err := New(st.Observations(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func benchService(b *testing.B, content string) (*Service, string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	pol, err := policy.New(st.DB(), policy.Options{})
+	pol, err := policy.New(st.Observations(), policy.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

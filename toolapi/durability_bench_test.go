@@ -73,7 +73,7 @@ func toolEditor(b *testing.B, kind string) func() time.Duration {
 	}
 	b.Cleanup(func() { st.Close() })
 	st.DB().NoSync = kind == "nosync"
-	pol, err := policy.New(st.DB(), policy.Options{})
+	pol, err := policy.New(st.Observations(), policy.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

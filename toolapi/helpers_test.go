@@ -79,7 +79,7 @@ func (h *harness) open() {
 	})
 	h.store, h.pol = st, nil
 	if !h.bare {
-		if h.pol, err = policy.New(st.DB(), policy.Options{}); err != nil {
+		if h.pol, err = policy.New(st.Observations(), policy.Options{}); err != nil {
 			h.t.Fatalf("open policy: %v", err)
 		}
 	}

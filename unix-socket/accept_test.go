@@ -104,7 +104,7 @@ func fdChild(dir string) error {
 	if err != nil {
 		return err
 	}
-	pol, _ := policy.New(store.DB(), policy.Options{})
+	pol, _ := policy.New(store.Observations(), policy.Options{})
 	svc, _ := toolapi.New(store, pol, toolapi.Config{})
 	srv := NewServer(Config{Tools: svc, Store: store, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	l, err := Listen(filepath.Join(dir, "s.sock"))

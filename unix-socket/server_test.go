@@ -52,7 +52,7 @@ func startDaemonWith(t testing.TB, cfg Config, tune func(*Server), wrap ...func(
 		t.Fatal(err)
 	}
 	d.store = store
-	pol, _ := policy.New(store.DB(), policy.Options{})
+	pol, _ := policy.New(store.Observations(), policy.Options{})
 	d.pol = pol
 	d.svc, _ = toolapi.New(store, pol, toolapi.Config{})
 	cfg.Tools, cfg.Store = d.svc, store

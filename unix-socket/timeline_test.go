@@ -26,7 +26,7 @@ func TestLongRewindOutlivesWriteTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, _ := policy.New(store.DB(), policy.Options{})
+	pol, _ := policy.New(store.Observations(), policy.Options{})
 	svc, _ := toolapi.New(store, pol, toolapi.Config{})
 	srv := NewServer(Config{Tools: svc, Store: store})
 	srv.writeTimeout = 200 * time.Millisecond

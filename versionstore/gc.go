@@ -1,7 +1,6 @@
 package versionstore
 
 import (
-	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -142,8 +141,8 @@ func (s *Store) objectsAdded(inFiles int64) {
 func pinnedVersions(tx *bolt.Tx) (map[Version]bool, error) {
 	pinned := map[Version]bool{}
 	err := tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
-		var r record
-		if err := json.Unmarshal(v, &r); err != nil {
+		r, err := decodeRecord(v)
+		if err != nil {
 			return fmt.Errorf("decode index entry %q: %w", k, err)
 		}
 		if !r.Version.IsZero() {

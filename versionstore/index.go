@@ -2,52 +2,12 @@ package versionstore
 
 import (
 	"bytes"
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
-
-// The index layout: every bucket name and key encoding lives in this file.
-//
-//	meta     "schema" → schemaVersion; "clean" → present while the store is closed cleanly
-//	files    <rel path> → record (JSON)
-//	history  <rel path> 0x00 <seq uint64 BE> → HistoryEntry (JSON)
-//	objects, journal, checkpoints: see objects.go and journal.go
-//
-// Owners (Owner) are in the history entries, the journal's (PrevOwner) and,
-// through the fingerprint, the records. Entries written before dshfs kept
-// them have none (nil, or a fingerprint without Owned): the owner is then
-// unknown.
-//
-// Other packages may keep their own buckets in the same file (the policy keeps
-// observations there) but never touch these.
-var (
-	bucketMeta    = []byte("meta")
-	bucketFiles   = []byte("files")
-	bucketHistory = []byte("history")
-
-	keySchema = []byte("schema")
-	keyClean  = []byte("clean")
-)
-
-const schemaVersion = "1"
-
-// record is the index entry of one path.
-type record struct {
-	Version  Version     `json:"version"` // zero: the path is known to be absent (a tombstone)
-	FP       fingerprint `json:"fp"`
-	Recorded int64       `json:"recorded_ns"` // wall clock when FP was taken, for the racy rule
-	// HistFirst and HistNext bound the live history sequence numbers [first, next).
-	HistFirst uint64 `json:"hist_first"`
-	HistNext  uint64 `json:"hist_next"`
-	// Perm is the permission bits the file last had, kept when it is
-	// deleted: a restore that recreates it gives them back. Zero: unknown.
-	Perm fs.FileMode `json:"perm,omitempty"`
-}
 
 // WriterKind says who produced a version.
 type WriterKind string
@@ -92,6 +52,8 @@ type Owner struct {
 }
 
 // HistoryEntry is one version of a path. A zero Version records a deletion.
+// It is what the store hands out (a wire type of the socket too); the
+// index stores a diskHistory (records.go).
 type HistoryEntry struct {
 	Version Version   `json:"version"`
 	Size    int64     `json:"size"`
@@ -108,49 +70,29 @@ type HistoryEntry struct {
 	NotKept string `json:"not_kept,omitempty"`
 }
 
-func initBuckets(tx *bolt.Tx) error {
-	for _, name := range [][]byte{bucketMeta, bucketFiles, bucketHistory, bucketObjects, bucketJournal, bucketCheckpoints, bucketUnkept, bucketUnsettled} {
-		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-			return fmt.Errorf("create bucket %s: %w", name, err)
-		}
-	}
-	meta := tx.Bucket(bucketMeta)
-	if v := meta.Get(keySchema); v != nil && string(v) != schemaVersion {
-		return fmt.Errorf("index schema %q is not %q", v, schemaVersion)
-	}
-	return meta.Put(keySchema, []byte(schemaVersion))
-}
-
 func getRecord(tx *bolt.Tx, key string) (record, bool, error) {
-	var r record
 	b := tx.Bucket(bucketFiles).Get([]byte(key))
 	if b == nil {
-		return r, false, nil
+		return record{}, false, nil
 	}
-	if err := json.Unmarshal(b, &r); err != nil {
+	r, err := decodeRecord(b)
+	if err != nil {
 		return r, false, fmt.Errorf("decode index entry %q: %w", key, err)
 	}
 	return r, true, nil
 }
 
 func putRecord(tx *bolt.Tx, key string, r record) error {
-	b, err := json.Marshal(r)
+	b, err := encodeRecord(r)
 	if err != nil {
 		return err
 	}
 	return tx.Bucket(bucketFiles).Put([]byte(key), b)
 }
 
-func historyKey(path string, seq uint64) []byte {
-	k := make([]byte, 0, len(path)+9)
-	k = append(k, path...)
-	k = append(k, 0)
-	return binary.BigEndian.AppendUint64(k, seq)
-}
-
 // appendHistory adds e to r's history, dropping the oldest entries beyond limit.
 func appendHistory(tx *bolt.Tx, key string, r *record, e HistoryEntry, limit int) error {
-	b, err := json.Marshal(e)
+	b, err := encodeHistory(e)
 	if err != nil {
 		return err
 	}
@@ -181,15 +123,15 @@ func setNewestOwner(tx *bolt.Tx, key string, r record, o *Owner) error {
 	if v == nil {
 		return nil
 	}
-	var e HistoryEntry
-	if err := json.Unmarshal(v, &e); err != nil {
+	e, err := decodeHistory(v)
+	if err != nil {
 		return fmt.Errorf("decode history of %q: %w", key, err)
 	}
 	if e.Deleted || e.Owner != nil && *e.Owner == *o {
 		return nil
 	}
 	e.Owner = o
-	b, err := json.Marshal(e)
+	b, err := encodeHistory(e)
 	if err != nil {
 		return err
 	}
@@ -202,8 +144,8 @@ func readHistory(tx *bolt.Tx, key string) ([]HistoryEntry, error) {
 	c := tx.Bucket(bucketHistory).Cursor()
 	var out []HistoryEntry
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, v = c.Next() {
-		var e HistoryEntry
-		if err := json.Unmarshal(v, &e); err != nil {
+		e, err := decodeHistory(v)
+		if err != nil {
 			return nil, fmt.Errorf("decode history of %q: %w", key, err)
 		}
 		out = append(out, e)

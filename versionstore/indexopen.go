@@ -80,6 +80,8 @@ func openIndex(path string, log *slog.Logger) (db *bolt.DB, salvaged bool, err e
 		return db, false, nil
 	case errors.Is(err, errIndexHeld):
 		return nil, false, fmt.Errorf("open index %s: %w", path, errIndexHeld)
+	case errors.As(err, new(*schemaError)):
+		return nil, false, fmt.Errorf("open index %s: %w; %s", path, err, schemaHint(path))
 	case errors.Is(err, errCheckTimeout):
 		return nil, false, fmt.Errorf("open index %s: %w; it is kept as it is, start again when the machine is less busy", path, err)
 	case !isDamage(err):
@@ -87,7 +89,11 @@ func openIndex(path string, log *slog.Logger) (db *bolt.DB, salvaged bool, err e
 	}
 	log.Warn("index damaged, salvaging it into a new one", "path", path, "err", err)
 	if db, err = salvageIndex(path, bopts, log); err != nil {
-		return nil, false, fmt.Errorf("salvage index %s: %w; the damaged index is kept as it is, make room or repair the disk where the state lives and start again", path, err)
+		hint := "the damaged index is kept as it is, make room or repair the disk where the state lives and start again"
+		if errors.As(err, new(*schemaError)) {
+			hint = schemaHint(path)
+		}
+		return nil, false, fmt.Errorf("salvage index %s: %w; %s", path, err, hint)
 	}
 	return db, true, nil
 }

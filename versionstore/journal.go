@@ -2,7 +2,6 @@ package versionstore
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -17,15 +16,10 @@ import (
 // of files (a read of a file never seen before) are not changes and are not
 // journaled.
 //
-//	journal      <seq uint64 BE> → JournalEntry (JSON)
-//	checkpoints  <name> → Checkpoint (JSON)
+// Its buckets, journal and checkpoints, are in buckets.go.
 
-var (
-	bucketJournal     = []byte("journal")
-	bucketCheckpoints = []byte("checkpoints")
-)
-
-// JournalEntry is one change.
+// JournalEntry is one change, as the store hands it out; the index stores
+// a diskJournal (records.go).
 type JournalEntry struct {
 	Seq  uint64 `json:"seq"`
 	Path string `json:"path"`
@@ -48,8 +42,6 @@ type JournalEntry struct {
 	To   string `json:"to,omitempty"`
 }
 
-func journalKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
-
 // journal appends e, numbering it.
 func journal(tx *bolt.Tx, e JournalEntry) error {
 	b := tx.Bucket(bucketJournal)
@@ -58,7 +50,7 @@ func journal(tx *bolt.Tx, e JournalEntry) error {
 		return err
 	}
 	e.Seq = seq
-	v, err := json.Marshal(e)
+	v, err := encodeJournal(e)
 	if err != nil {
 		return err
 	}
@@ -74,8 +66,8 @@ func firstChangesAfter(tx *bolt.Tx, seq uint64) (map[string]JournalEntry, error)
 	first := map[string]JournalEntry{}
 	c := tx.Bucket(bucketJournal).Cursor()
 	for k, v := c.Seek(journalKey(seq + 1)); k != nil; k, v = c.Next() {
-		var e JournalEntry
-		if err := json.Unmarshal(v, &e); err != nil {
+		e, err := decodeJournal(v)
+		if err != nil {
 			return nil, fmt.Errorf("decode journal entry %d: %w", binary.BigEndian.Uint64(k), err)
 		}
 		if _, seen := first[e.Path]; !seen {

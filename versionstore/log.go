@@ -2,7 +2,6 @@ package versionstore
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -68,8 +67,8 @@ func (s *Store) changes(q ChangeQuery) ([]Change, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketJournal).Cursor()
 		for k, v := c.Last(); k != nil && binary.BigEndian.Uint64(k) > q.After; k, v = c.Prev() {
-			var e JournalEntry
-			if err := json.Unmarshal(v, &e); err != nil {
+			e, err := decodeJournal(v)
+			if err != nil {
 				return fmt.Errorf("decode journal entry %d: %w", binary.BigEndian.Uint64(k), err)
 			}
 			if e.Time.Before(q.Since) {

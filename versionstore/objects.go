@@ -34,8 +34,6 @@ import (
 // — followed by the data for format 'z'. Objects are durable with the
 // commit that names them (a file's bytes are fsynced before it).
 
-var bucketObjects = []byte("objects")
-
 const (
 	objInline   = 'z'
 	objFile     = 'f'

@@ -2,7 +2,6 @@ package versionstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -20,7 +19,8 @@ const WriterRestore WriterKind = "restore"
 
 // Checkpoint is a named position in the journal. It pins the version every
 // file had at that moment without copying anything: a file changed since
-// is given back the version its first later change replaced.
+// is given back the version its first later change replaced. The index
+// stores a diskCheckpoint (records.go).
 type Checkpoint struct {
 	Name  string    `json:"name"`
 	Seq   uint64    `json:"seq"`
@@ -33,8 +33,8 @@ type Checkpoint struct {
 func checkpoints(tx *bolt.Tx) ([]Checkpoint, error) {
 	var out []Checkpoint
 	err := tx.Bucket(bucketCheckpoints).ForEach(func(k, v []byte) error {
-		var cp Checkpoint
-		if err := json.Unmarshal(v, &cp); err != nil {
+		cp, err := decodeCheckpoint(v)
+		if err != nil {
 			return fmt.Errorf("decode checkpoint %q: %w", k, err)
 		}
 		out = append(out, cp)
@@ -122,14 +122,13 @@ func (s *Store) mark(name string, auto bool) (Checkpoint, error) {
 		}
 		files := 0
 		tx.Bucket(bucketFiles).ForEach(func(_, v []byte) error {
-			var r record
-			if json.Unmarshal(v, &r) == nil && !r.Version.IsZero() {
+			if r, err := decodeRecord(v); err == nil && !r.Version.IsZero() {
 				files++
 			}
 			return nil
 		})
 		cp = Checkpoint{Name: name, Seq: journalSeq(tx), Time: s.now().UTC(), Files: files, Auto: auto}
-		v, err := json.Marshal(cp)
+		v, err := encodeCheckpoint(cp)
 		if err != nil {
 			return err
 		}
@@ -161,7 +160,9 @@ func (s *Store) findCheckpoint(name string) (Checkpoint, error) {
 		if v == nil {
 			return fmt.Errorf("checkpoint %q: %w", name, ErrNoCheckpoint)
 		}
-		return json.Unmarshal(v, &cp)
+		var err error
+		cp, err = decodeCheckpoint(v)
+		return err
 	})
 	return cp, err
 }

@@ -3,7 +3,6 @@ package versionstore
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,7 +24,8 @@ import (
 // inspection. Versions of files whose entries were lost are recomputed from
 // the files on first access, as for any file the index does not know.
 
-// SalvageReport says what a salvage copied and lost.
+// SalvageReport says what a salvage copied and lost. The index keeps it as
+// a diskSalvage (records.go).
 type SalvageReport struct {
 	At     time.Time      `json:"at"`         // when the index was salvaged
 	From   string         `json:"from"`       // the damaged file, kept
@@ -40,13 +40,6 @@ type SalvageReport struct {
 	// index (no valid meta page): the new one starts empty.
 	Unreadable string `json:"unreadable,omitempty"`
 }
-
-// keySalvage, in the meta bucket, holds the last salvage's report.
-var keySalvage = []byte("salvage")
-
-// jsonBuckets are the store's buckets whose values are JSON: a value from
-// a damaged page that does not parse is not copied.
-var jsonBuckets = map[string]bool{string(bucketFiles): true, string(bucketHistory): true, string(bucketJournal): true, string(bucketCheckpoints): true, string(bucketUnsettled): true}
 
 // salvage copies what can be read of the damaged index at path into db, and
 // records and logs what it copied and lost; keptAs is where the damaged file
@@ -78,22 +71,7 @@ func salvage(path, keptAs string, db *bolt.DB, log *slog.Logger) (rep SalvageRep
 		if !rootSound {
 			rep.Lost++
 		}
-		c.entries(r.meta.root, nil, 0, func(k, v []byte, isBucket bool) {
-			if !isBucket || len(k) == 0 {
-				return
-			}
-			b, err := tx.CreateBucketIfNotExists(k)
-			if err != nil {
-				return
-			}
-			c.copyBucket(b, string(k), v, 1)
-		})
-		if err := tx.Bucket(bucketMeta).Delete(keyClean); err != nil {
-			return err
-		}
-		newest := newestJournalEntry(tx)
-		rep.CompleteUntil, rep.JournalSeq = newest.Time, newest.Seq
-		return putSalvageReport(tx, rep)
+		return c.copyInto(tx)
 	})
 	if err != nil {
 		return rep, fmt.Errorf("salvage index: %w", err)
@@ -103,9 +81,33 @@ func salvage(path, keptAs string, db *bolt.DB, log *slog.Logger) (rep SalvageRep
 	return rep, nil
 }
 
+// copyInto copies every top-level bucket into tx and records the report.
+func (c *salvager) copyInto(tx *bolt.Tx) error {
+	c.entries(c.r.meta.root, nil, 0, func(k, v []byte, isBucket bool) {
+		if !isBucket || len(k) == 0 {
+			return
+		}
+		b, err := tx.CreateBucketIfNotExists(k)
+		if err != nil {
+			return
+		}
+		c.copyBucket(b, string(k), v, 1)
+	})
+	// The copied records are of the damaged index's schema.
+	if err := upgradeSchema(tx); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketMeta).Delete(keyClean); err != nil {
+		return err
+	}
+	newest := newestJournalEntry(tx)
+	c.rep.CompleteUntil, c.rep.JournalSeq = newest.Time, newest.Seq
+	return putSalvageReport(tx, *c.rep)
+}
+
 // putSalvageReport records rep in the new index, for the status to show.
 func putSalvageReport(tx *bolt.Tx, rep SalvageReport) error {
-	v, err := json.Marshal(rep)
+	v, err := encodeSalvage(rep)
 	if err != nil {
 		return err
 	}
@@ -240,7 +242,7 @@ func (c *salvager) copyBucket(b *bolt.Bucket, top string, hdr []byte, depth int)
 				c.copyBucket(sub, top, v, depth+1)
 			}
 		case top == string(bucketMeta) && bytes.Equal(k, keyClean):
-		case jsonBuckets[top] && !json.Valid(v):
+		case jsonBuckets[top] && !validValue(v):
 			c.rep.Lost++
 		default:
 			if b.Put(bytes.Clone(k), bytes.Clone(v)) == nil {
@@ -288,7 +290,7 @@ func newestJournalEntry(tx *bolt.Tx) JournalEntry {
 	var e JournalEntry
 	if b := tx.Bucket(bucketJournal); b != nil {
 		if _, v := b.Cursor().Last(); v != nil {
-			json.Unmarshal(v, &e)
+			e, _ = decodeJournal(v)
 		}
 	}
 	return e
@@ -304,7 +306,8 @@ func (s *Store) Salvaged() (rep SalvageReport, found bool, err error) {
 		if v == nil {
 			return nil
 		}
-		if err := json.Unmarshal(v, &rep); err != nil {
+		var err error
+		if rep, err = decodeSalvage(v); err != nil {
 			return fmt.Errorf("decode salvage report: %w", err)
 		}
 		found = true

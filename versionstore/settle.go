@@ -2,7 +2,6 @@ package versionstore
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -41,8 +40,6 @@ import (
 // also drops the record durably, since the mount's version is committed
 // only later). Only a process writing straight into the backing directory
 // within the moment between a publish and its sync goes unordered.
-
-var bucketUnsettled = []byte("unsettled")
 
 // unsettledLimit is the largest publish that may be acknowledged before its
 // file is synced: its bytes always fit inline in the index (inlineLimit).
@@ -343,16 +340,16 @@ func (s *Store) syncKey(key string, synced map[string]bool) error {
 }
 
 func getUnsettled(b *bolt.Bucket, key string) (unsettled, bool) {
-	var u unsettled
 	v := b.Get([]byte(key))
-	if v == nil || json.Unmarshal(v, &u) != nil {
-		return u, false
+	if v == nil {
+		return unsettled{}, false
 	}
-	return u, true
+	u, err := decodeUnsettled(v)
+	return u, err == nil
 }
 
 func putUnsettled(tx *bolt.Tx, key string, u unsettled) error {
-	v, err := json.Marshal(u)
+	v, err := encodeUnsettled(u)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package versionstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -22,8 +21,8 @@ func (s *Store) redoUnsettled() error {
 	left := map[string]unsettled{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketUnsettled).ForEach(func(k, v []byte) error {
-			var u unsettled
-			if err := json.Unmarshal(v, &u); err != nil {
+			u, err := decodeUnsettled(v)
+			if err != nil {
 				// Not "nothing to finish": the write may be lost, and the
 				// log is all that can say so.
 				s.log.Error("read a tool write a crash may have lost", "path", string(k), "err", err)

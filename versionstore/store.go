@@ -8,8 +8,12 @@
 // every operation on a resolved key goes through the descriptor of its
 // directory, opened without following a symlink (keydir.go), so nothing here
 // can read or write outside the workspace, nor through a link put where a
-// directory the index knows used to be. The package knows nothing of actors' observations, tools,
-// FUSE or sockets, and imports no other package of the project.
+// directory the index knows used to be. It keeps the actors' observations
+// for the policy (observations.go) but decides nothing from them; it knows
+// nothing of tools, FUSE or sockets, and imports no other package of the
+// project. The index's layout, records and schema version are its own
+// (buckets.go, records.go, schema.go): no other package reads or writes
+// the index.
 //
 // It offers storage and versions only: reads that hand on a file's raw
 // bytes and report their version, writes under a guard, and Update, which runs a caller's function on a
@@ -333,8 +337,9 @@ func (s *Store) flushLoop() {
 	}
 }
 
-// DB is the index, for packages that keep their own buckets beside the
-// store's (the policy's observations). They must not touch the store's buckets.
+// DB is the index, for tests and benchmarks that look into it or damage
+// it. Nothing else uses it: every bucket is the store's (buckets.go), the
+// policy's observations included (Observations).
 func (s *Store) DB() *bolt.DB { return s.db }
 
 // Root is the real absolute path of the workspace directory.

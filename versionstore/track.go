@@ -2,7 +2,6 @@ package versionstore
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -365,8 +364,8 @@ func (s *Store) Stats() (Stats, error) {
 	st := Stats{Writing: s.mount.writingCount(), Commits: s.commits.done.Load()}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
-			var r record
-			if err := json.Unmarshal(v, &r); err != nil {
+			r, err := decodeRecord(v)
+			if err != nil {
 				return fmt.Errorf("decode index entry %q: %w", k, err)
 			}
 			if !r.Version.IsZero() {

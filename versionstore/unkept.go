@@ -8,14 +8,7 @@ import (
 // index remembers the two reasons it cannot tell afterwards: a collection
 // dropped the bytes, or the retention budget was full when a walk of the
 // workspace found the file.
-//
-//	unkept  <version, 32 bytes> → reason (1 byte)
-var bucketUnkept = []byte("unkept")
-
-const (
-	unkeptCollected byte = 'c'
-	unkeptBudget    byte = 'b'
-)
+// (the unkept bucket, buckets.go).
 
 // The reasons NotKept gives.
 const (

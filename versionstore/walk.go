@@ -18,10 +18,6 @@ import (
 // exists, a file the index does not know can only have been created since,
 // so it is journaled as a creation, and a rewind removes it.
 
-// keyBaseline, in the meta bucket, is present once a whole-workspace walk
-// has indexed every file.
-var keyBaseline = []byte("baseline")
-
 // SyncStats says what a walk of the workspace found.
 type SyncStats struct {
 	Files   int   `json:"files"`   // regular files in the workspace
