@@ -62,7 +62,8 @@ func foldSteps(changes []Change) []Change {
 // foldRename folds the rename at changes[i], if it is the arrival of a
 // temporary file created since over an existing file: the temporary file's
 // creation, writes and departure go, and the arrival becomes a write of the
-// file through it.
+// file through it. An arrival with no departure beside it is of a file that
+// never had a version under its old name: a save too.
 func foldRename(changes []Change, drop []bool, created map[string][]int, i int) {
 	c := &changes[i]
 	if c.From == "" {
@@ -77,6 +78,14 @@ func foldRename(changes []Change, drop []bool, created map[string][]int, i int) 
 		if j >= 0 && j < len(changes) && changes[j].Path == c.From && changes[j].To == c.Path {
 			away = j
 		}
+	}
+	if !ok && away < 0 {
+		// The temporary file never had a version: its writer let it go
+		// only after the rename, so its bytes were first committed under
+		// the file's name, and the arrival is the whole save.
+		delete(created, c.Path)
+		c.Via, c.From, c.Op = c.From, "", "write"
+		return
 	}
 	if !ok || away < 0 {
 		delete(created, c.Path)

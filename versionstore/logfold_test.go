@@ -73,3 +73,26 @@ func TestLogFoldsReplacementSteps(t *testing.T) {
 		t.Fatalf("the journal has %d entries: its steps are folded in the log only", len(raw))
 	}
 }
+
+// sed -i whose temporary file is let go only after its rename: the
+// temporary name never had a version, so the journal holds the arrival
+// alone, and the log still reads it as the one write it was.
+func TestLogFoldsASaveWhoseTemporaryFileWasNeverCommitted(t *testing.T) {
+	ts := openTestStore(t)
+	_, err := ts.WriteText(context.Background(), Target{Key: "f", Display: "/ws/f"}, "one\n", Intent{}, ToolWriter("t"))
+	must(t, err)
+	sed := Writer{Kind: WriterMount, Pid: 7, Comm: "sed"}
+	ts.mount.Created("sedXYZ")
+	ts.put("sedXYZ", "two\n")
+	unlock := ts.locks.Lock2("sedXYZ", "f")
+	must(t, os.Rename(ts.path("sedXYZ"), ts.path("f")))
+	ts.mount.NoteRename("sedXYZ", "f")
+	_, err = ts.mount.Refresh("sedXYZ", sed) // gone; f is still being written
+	must(t, err)
+	unlock()
+	ts.writeAs("f", "", 7) // the release, under the new name
+
+	if got, want := logOps(t, ts), []string{"write f via sedXYZ", "create f"}; !slices.Equal(got, want) {
+		t.Fatalf("log %q, want %q", got, want)
+	}
+}
