@@ -18,7 +18,7 @@ VERSION     ?= $(shell v=$$(git describe --tags --always --dirty=+dirty --abbrev
                  echo "$$v ($$(TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd))")
 LDFLAGS     := $(if $(VERSION),-ldflags "-X 'main.version=$(VERSION)'")
 
-.PHONY: all build install test lint fuzz bench stress tools harness-check pjdfstest
+.PHONY: all build install test lint fuzz bench stress tools harness-check pjdfstest xfstests
 
 all: build test lint
 
@@ -103,3 +103,16 @@ PJDFSTEST_MODE ?= dshfs
 PJDFSTEST_OPTS ?=
 pjdfstest:
 	bash integration/testdata/pjdfstest/run.sh $(PJDFSTEST_MODE) $(PJDFSTEST_OPTS)
+
+# xfstests' generic quick group (FSTYP=fuse) against a dshfs mount and
+# against libfuse's C loopback (passthrough_ll) in the same run: both
+# tallies and the tests that fail only on dshfs (exit 1 if any). Builds
+# xfstests (XFSTESTS_GIT, pinned XFSTESTS_COMMIT) and passthrough_ll
+# (LIBFUSE_GIT, the installed libfuse3's tag) into ~/.cache/dshfs/xfstests;
+# installs /sbin/mount.fuse.dshfs and /sbin/mount.fuse.passthrough_ll and
+# the users fsgqa, fsgqa2 and 123456-fsgqa for the run only. Root only;
+# 1-2 hours (XFSTESTS_PARALLEL=1 runs both at once, XFSTESTS_TESTS a list);
+# not part of make test. See integration/testdata/xfstests/run.sh and
+# docs/xfstests.md.
+xfstests:
+	bash integration/testdata/xfstests/run.sh

@@ -135,8 +135,12 @@ install_helper() { # NAME BODY
 	printf '#!/bin/sh\n# dshfs xfstests run.sh: removed when the run ends\n%s\n' "$2" >"$path"
 	chmod 0755 "$path"
 }
-install_helper dshfs "XDG_STATE_HOME=$tmp/state exec $tmp/bin/dshfs mount --allow-other ${XFSTESTS_DSHFS_OPTS:-} \"\$1\" \"\$2\" >/dev/null"
-install_helper passthrough_ll "ulimit -n \$(ulimit -Hn); exec $tmp/bin/passthrough_ll -o fsname=\"\$1\",source=\"\$1\",allow_other,default_permissions,xattr \"\$2\""
+for s in "${systems[@]}"; do
+	case $s in
+	dshfs) install_helper dshfs "XDG_STATE_HOME=$tmp/state exec $tmp/bin/dshfs mount --allow-other ${XFSTESTS_DSHFS_OPTS:-} \"\$1\" \"\$2\" >/dev/null" ;;
+	loopback) install_helper passthrough_ll "ulimit -n \$(ulimit -Hn); exec $tmp/bin/passthrough_ll -o fsname=\"\$1\",source=\"\$1\",allow_other,default_permissions,xattr \"\$2\"" ;;
+	esac
+done
 for u in fsgqa fsgqa2 123456-fsgqa; do
 	if ! id "$u" >/dev/null 2>&1; then
 		useradd -M -N -d /nonexistent -s /bin/sh "$u"
@@ -178,7 +182,7 @@ if [ "${XFSTESTS_PARALLEL:-0}" = 1 ]; then
 		run_system "$s" "${tests[@]}" &
 		pids+=($!)
 	done
-	for p in "${pids[@]}"; do wait "$p"; done
+	for p in "${pids[@]}"; do wait "$p" || true; done
 else
 	for s in "${systems[@]}"; do run_system "$s" "${tests[@]}"; done
 fi

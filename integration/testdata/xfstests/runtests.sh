@@ -12,6 +12,7 @@ list_tests() {
 # status seconds reason" for each test check reported, read from its
 # output as it goes (an interrupted run keeps what it reached).
 run_system() {
+	set +e # the watch goes on whatever one of its steps says
 	local s=$1
 	shift
 	local dir=$results/$s
@@ -27,6 +28,7 @@ run_system() {
 			cur=$last since=$now
 		elif [ -n "$cur" ] && [ $((now - since)) -gt "$limit" ]; then
 			echo "$cur" >>"$dir/timeouts"
+			echo "xfstests: $s: $cur still running after ${limit}s; killed" >&2
 			kill_test "$cur"
 			take_down "$s" # the next test's _require_test mounts again
 			cur="" # reported once
@@ -41,7 +43,7 @@ run_system() {
 kill_test() {
 	local p
 	for p in /proc/[0-9]*; do
-		tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qE "^(/usr)?/bin/bash (\S*/)?tests/$1 *$" || continue
+		{ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -qE "^(/usr)?/bin/bash (\S*/)?tests/$1 *$" || continue
 		kill_tree "${p#/proc/}"
 	done
 }
