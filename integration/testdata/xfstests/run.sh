@@ -65,6 +65,18 @@ pkg-config --exists fuse3 || {
 	exit 2
 }
 
+# The run has a mount namespace of its own: xfstests runs df, which stats
+# every mount of the machine, and a FUSE mount whose daemon hangs (another
+# program's) would hang the run. Inside, every FUSE mount that is not the
+# run's own is detached, from this namespace only. The run's mounts vanish
+# with the namespace, whatever happens to it.
+if [ -z "${XFSTESTS_NAMESPACE:-}" ]; then
+	exec env XFSTESTS_NAMESPACE=1 unshare -m --propagation private bash "$0" "$@"
+fi
+awk '$9 ~ /^fuse/ { print $5 }' /proc/self/mountinfo | while read -r m; do
+	umount -l --no-canonicalize "$(printf '%b' "$m")" 2>/dev/null || true
+done
+
 cache=${XFSTESTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dshfs/xfstests}
 commit=${XFSTESTS_COMMIT:-69cd20bd0498f8d112623be88ce855c063091f19} # v2026.01.27
 origin=${XFSTESTS_GIT:-https://github.com/kdave/xfstests}
