@@ -73,9 +73,11 @@ pkg-config --exists fuse3 || {
 if [ -z "${XFSTESTS_NAMESPACE:-}" ]; then
 	exec env XFSTESTS_NAMESPACE=1 unshare -m --propagation private bash "$0" "$@"
 fi
-awk '$9 ~ /^fuse/ { print $5 }' /proc/self/mountinfo | while read -r m; do
-	umount -l --no-canonicalize "$(printf '%b' "$m")" 2>/dev/null || true
-done
+# mountinfo: the mount point is field 5, the type the field after "-".
+awk '{ for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 1) ~ /^fuse/) print $5; break } }' /proc/self/mountinfo |
+	while read -r m; do
+		umount -l --no-canonicalize "$(printf '%b' "$m")" 2>/dev/null || true
+	done
 
 cache=${XFSTESTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dshfs/xfstests}
 commit=${XFSTESTS_COMMIT:-69cd20bd0498f8d112623be88ce855c063091f19} # v2026.01.27
