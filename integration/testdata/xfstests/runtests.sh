@@ -74,3 +74,29 @@ parse_check() {
 		}' "$1/check.out"
 }
 
+
+# tally SYSTEM: "N tests: P passed, F failed, T timed out, X not run".
+tally() {
+	awk -F'\t' '{ n++; c[$2]++ } END {
+		printf "%d tests: %d passed, %d failed, %d timed out, %d not run\n", n, c["pass"], c["fail"], c["timeout"], c["notrun"] }' \
+		"$results/$1.tsv"
+}
+
+# report WALL: each system's tally and failures, then what fails only on
+# dshfs; false if anything does.
+report() {
+	local s only=""
+	{
+		echo "# xfstests $commit, group $group, FSTYP=fuse, ${limit}s a test, ${1}s in all, $(uname -r)"
+		for s in "${systems[@]}"; do
+			echo "$s: $(tally "$s")"
+			awk -F'\t' '$2 == "fail" || $2 == "timeout" { printf "  %s %s: %s\n", $2, $1, $4 }' "$results/$s.tsv"
+		done
+		if [ -f "$results/dshfs.tsv" ] && [ -f "$results/loopback.tsv" ]; then
+			only=$(awk -F'\t' 'NR == FNR { if ($2 == "pass") ok[$1] = 1; next }
+				($2 == "fail" || $2 == "timeout") && ok[$1] { print $1 }' "$results/loopback.tsv" "$results/dshfs.tsv")
+			echo "failing on dshfs and passing on the loopback: $(echo $only | wc -w)${only:+ (}$(echo $only)${only:+)}"
+		fi
+	} | tee "$results/summary.txt"
+	[ -z "$only" ]
+}
