@@ -49,6 +49,11 @@ take_down() {
 # and users made for the run; the scratch directory unless a mount is left.
 cleanup() {
 	local s h u
+	set +e # every step is tried, whatever the one before said
+	for j in $(jobs -p); do # a run cut short: its watches and their checks
+		pkill -P "$j" 2>/dev/null
+		kill "$j" 2>/dev/null
+	done
 	for s in dshfs loopback; do take_down "$s"; done
 	losetup -n -O NAME,BACK-FILE 2>/dev/null | awk -v t="$tmp/" 'index($2, t) == 1 { print $1 }' |
 		while read -r dev; do losetup -d "$dev" 2>/dev/null || true; done
