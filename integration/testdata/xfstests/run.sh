@@ -157,7 +157,7 @@ for s in "${systems[@]}"; do
 done
 for u in fsgqa fsgqa2 123456-fsgqa; do
 	if ! id "$u" >/dev/null 2>&1; then
-		useradd -M -N -d /nonexistent -s /bin/sh "$u"
+		useradd -M -N -d / -s /bin/sh "$u" # su there prints nothing
 		made_users+=("$u")
 	fi
 done
