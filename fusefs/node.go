@@ -269,7 +269,26 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	}
 	fillAttr(&out.Attr, &st)
 	n.setEntryTimeout(out)
-	return n.newChild(ctx, &st, generation(fd, name)), 0
+	child := n.newChild(ctx, &st, generation(fd, name))
+	if c, ok := child.Operations().(*node); ok && c.writtenBehind() {
+		out.SetAttrTimeout(0)
+	}
+	return child, 0
+}
+
+// writtenBehind reports whether n's backing file may change with no request
+// the daemon sees: it is open for writing (or still mapped, see mapped.go)
+// in passthrough mode, where the kernel writes the backing file itself and a
+// shared mapping's writes reach it with no request at all. Its attributes
+// are then given no cache time: the kernel would answer a stat asking for
+// the times alone (statx, as stat(1) does) from ones cached before the
+// writes.
+func (n *node) writtenBehind() bool {
+	if !n.fsys.Passthrough() {
+		return false
+	}
+	_, writing := n.fsys.writers.keyOf(n)
+	return writing
 }
 
 var _ = (fs.NodeGetattrer)((*node)(nil))
@@ -277,6 +296,9 @@ var _ = (fs.NodeGetattrer)((*node)(nil))
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if t := n.attrTimeout(); t != n.fsys.timeout {
 		out.SetTimeout(t)
+	}
+	if n.writtenBehind() {
+		out.SetTimeout(0)
 	}
 	if h, ok := f.(*handle); ok {
 		return h.Getattr(ctx, out)
