@@ -271,18 +271,22 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	n.setEntryTimeout(out)
 	child := n.newChild(ctx, &st, generation(fd, name))
 	if c, ok := child.Operations().(*node); ok && c.writtenBehind() {
-		out.SetAttrTimeout(0)
+		out.SetAttrTimeout(uncached)
 	}
 	return child, 0
 }
+
+// uncached is the cache time of attributes that must not be cached: go-fuse
+// takes a zero for "unset" and gives the mount's own.
+const uncached = time.Nanosecond
 
 // writtenBehind reports whether n's backing file may change with no request
 // the daemon sees: it is open for writing (or still mapped, see mapped.go)
 // in passthrough mode, where the kernel writes the backing file itself and a
 // shared mapping's writes reach it with no request at all. Its attributes
-// are then given no cache time: the kernel would answer a stat asking for
-// the times alone (statx, as stat(1) does) from ones cached before the
-// writes.
+// are then given no cache time (uncached): the kernel would answer a stat
+// asking for the times alone (statx, as stat(1) does) from ones cached
+// before the writes.
 func (n *node) writtenBehind() bool {
 	if !n.fsys.Passthrough() {
 		return false
@@ -298,7 +302,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		out.SetTimeout(t)
 	}
 	if n.writtenBehind() {
-		out.SetTimeout(0)
+		out.SetTimeout(uncached)
 	}
 	if h, ok := f.(*handle); ok {
 		return h.Getattr(ctx, out)

@@ -190,7 +190,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	h.changed(ctx, key, false)
 	n.fsys.writers.owe(h.n) // a new file owes a version
 	if h.pt && !h.readOnly {
-		out.SetAttrTimeout(0) // see writtenBehind
+		out.SetAttrTimeout(uncached) // see writtenBehind
 	}
 	return child, h, h.openFlags(), 0
 }
