@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // One daemon versions a backing directory at a time. Two — at two mount
@@ -31,12 +32,16 @@ import (
 
 // CheckBacking refuses the backing directory (its real path) if the user's
 // dshfs versions it already: a mount of theirs serves it, or a process of
-// theirs holds its lock. A holder that serves no mount of it is given
-// lockGrace to let go: a daemon unmounted from outside (fusermount3 -u)
-// still closes its index before it exits, and a mount run right after the
-// unmount should not be refused for that.
+// theirs holds its lock. A holder that serves no mount of it is given time
+// to let go: a daemon unmounted from outside (umount, fusermount3 -u) still
+// commits its last versions and closes its index before it exits, and a
+// mount run right after the unmount (a script's umount; mount) must not be
+// refused for that. Another dshfs is given closingGrace (after a second a
+// terminal is told what the mount waits for; a script's output is left
+// alone); any other process lockGrace.
 func CheckBacking(backing string) error {
-	deadline := time.Now().Add(lockGrace)
+	start := time.Now()
+	said := false
 	for {
 		if e, ok := ownMountOf(backing); ok {
 			if e.Err != nil {
@@ -45,19 +50,32 @@ func CheckBacking(backing string) error {
 			return fmt.Errorf("the backing directory %s is already mounted at %s by pid %d; use that mount, or unmount it first (dshfs unmount %s)", backing, e.MountPoint, e.Record.Pid, e.MountPoint)
 		}
 		h, held := ownLockHolder(backing)
-		switch {
-		case !held:
+		if !held {
 			return nil
-		case time.Now().After(deadline):
+		}
+		closing := h.isDshfs()
+		waited := time.Since(start)
+		switch {
+		case closing && waited > closingGrace:
+			return fmt.Errorf("the backing directory %s is still held by pid %d (%s), which serves no mount of it and has not let go in %s; wait for it to exit, or stop it (kill %d)", backing, h.pid, h.comm, closingGrace, h.pid)
+		case !closing && waited > lockGrace:
 			return fmt.Errorf("the backing directory %s is held by pid %d (%s), which serves no mount of it; stop it first (kill %d)", backing, h.pid, h.comm, h.pid)
+		case closing && !said && waited > time.Second && term.IsTerminal(int(os.Stderr.Fd())):
+			fmt.Fprintf(os.Stderr, "dshfs: waiting for pid %d (%s), unmounted from %s, to finish closing its index\n", h.pid, h.comm, backing)
+			said = true
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
 // lockGrace is how long CheckBacking waits for a holder of the backing
-// directory's lock that serves no mount of it to let go.
-const lockGrace = 2 * time.Second
+// directory's lock that serves no mount of it to let go; closingGrace, for
+// one that is a dshfs daemon: unmounted, it may still be committing the
+// versions of a large write (about a second for 200 MiB) on a busy machine.
+const (
+	lockGrace    = 2 * time.Second
+	closingGrace = 30 * time.Second
+)
 
 // ownLockHolder is a process of the user's that holds the lock on dir.
 func ownLockHolder(dir string) (lockHolder, bool) {
@@ -92,6 +110,19 @@ func ownMountOf(backing string) (Entry, bool) {
 type lockHolder struct {
 	pid, uid int
 	comm     string // its command's name
+	exe      string // its executable, if known
+}
+
+// isDshfs reports whether h is another dshfs process: the same executable
+// as this one, or one called dshfs (another build of it).
+func (h lockHolder) isDshfs() bool {
+	if h.pid == os.Getpid() {
+		return false
+	}
+	if self, err := os.Executable(); err == nil && h.exe != "" && h.exe == self {
+		return true
+	}
+	return h.comm == "dshfs"
 }
 
 // lockBacking takes the backing directory's lock for the daemon's life;

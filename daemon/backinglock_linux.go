@@ -46,6 +46,7 @@ func processInfo(pid int) lockHolder {
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil {
 		h.comm = strings.TrimSpace(string(b))
 	}
+	h.exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "Uid:"); ok {

@@ -101,3 +101,64 @@ func awaitLockHolder(t *testing.T, dir string, pid int) {
 	}
 	t.Fatalf("pid %d took no lock on %s", pid, dir)
 }
+
+// A mount run right after an unmount from outside (umount, then mount at
+// once, as scripts and xfstests do) was refused while the old daemon, its
+// mount gone, was still committing its last versions: it was given 2 s to
+// let go of the backing directory. Another dshfs that serves no mount is a
+// daemon closing, and is waited for (closingGrace); the holder here is this
+// test's own binary, which lets go after lockGrace and a second.
+func TestBackingLockWaitsForADaemonClosing(t *testing.T) {
+	dir := t.TempDir()
+	ready := filepath.Join(t.TempDir(), "ready")
+	holder := exec.Command(os.Args[0], "-test.run=^$")
+	holder.Env = append(os.Environ(), "DSHFS_TEST_HOLD_LOCK="+dir, "DSHFS_TEST_HOLD_READY="+ready,
+		"DSHFS_TEST_HOLD_FOR="+(lockGrace+time.Second).String())
+	holder.Stderr = os.Stderr
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the holder took no lock in 10 s")
+		}
+	}
+	unlock, err := lockBacking(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("a mount after its daemon's unmount: %v", err)
+	}
+	unlock()
+}
+
+// holdLock is the holder's run: the lock on DSHFS_TEST_HOLD_LOCK, held for
+// DSHFS_TEST_HOLD_FOR, as a daemon closing holds it.
+func holdLock() {
+	dir := os.Getenv("DSHFS_TEST_HOLD_LOCK")
+	d, err := time.ParseDuration(os.Getenv("DSHFS_TEST_HOLD_FOR"))
+	if err != nil {
+		panic(err)
+	}
+	unlock, err := lockBacking(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		panic(err)
+	}
+	if err := os.WriteFile(os.Getenv("DSHFS_TEST_HOLD_READY"), nil, 0o600); err != nil {
+		panic(err)
+	}
+	time.Sleep(d)
+	unlock()
+}
+
+// TestMain runs the package's tests, or, in a lock holder started by
+// TestBackingLockWaitsForADaemonClosing, only holds the lock.
+func TestMain(m *testing.M) {
+	if os.Getenv("DSHFS_TEST_HOLD_LOCK") != "" {
+		holdLock()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}

@@ -117,9 +117,17 @@ func ListMounts() []Entry { return listMounts(systemMounts(), os.Geteuid(), "") 
 
 // MountAt is the dshfs mount at the mount point mnt (the last mounted
 // there, which hides the others), with its record if it is the caller's,
-// or if the caller is root, which names it.
+// or if the caller is root, which names it. Only the records of mounts at
+// mnt are read: another mount of the user's whose daemon hangs would cost
+// its recordTimeout (1 s) to every dshfs unmount.
 func MountAt(mnt string) (Entry, bool) {
-	return mountAt(listMounts(systemMounts(), os.Geteuid(), mnt), mnt)
+	var at []systemMount
+	for _, m := range systemMounts() {
+		if m.MountPoint == mnt {
+			at = append(at, m)
+		}
+	}
+	return mountAt(listMounts(at, os.Geteuid(), mnt), mnt)
 }
 
 // listMounts is the registry's view of ms for the user uid: the records of

@@ -137,5 +137,13 @@ func (n *node) Ioctl(ctx context.Context, f fs.FileHandle, cmd uint32, arg uint6
 	if !ok || !fileattrIoctl(cmd) {
 		return 0, syscall.ENOTTY
 	}
-	return h.LoopbackFile.Ioctl(ctx, cmd, arg, input, output)
+	res, errno := h.LoopbackFile.Ioctl(ctx, cmd, arg, input, output)
+	if errno == 0 && fileattrSet(cmd) {
+		// The flags moved the backing file's ctime; the kernel would
+		// answer stat from the attributes it cached. Attributes only
+		// (offset -1): the pages stay, and nothing here waits on a lock
+		// the kernel holds for this request.
+		n.NotifyContent(-1, 0)
+	}
+	return res, errno
 }

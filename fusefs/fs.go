@@ -166,15 +166,20 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		NullPermissions: true,
 	}
 	fopts.MountOptions = fuse.MountOptions{
-		FsName:        store.Root(), // the source column of the mount table: status finds it there
-		Name:          "dshfs",
-		AllowOther:    opts.AllowOther,
-		Options:       []string{"default_permissions"},
-		DirectMount:   os.Geteuid() == 0,
-		MaxWrite:      1 << 20,
-		Debug:         opts.Debug,
-		Logger:        opts.DebugLog,
-		EnableLocks:   true,
+		FsName:      store.Root(), // the source column of the mount table: status finds it there
+		Name:        "dshfs",
+		AllowOther:  opts.AllowOther,
+		Options:     []string{"default_permissions"},
+		DirectMount: os.Geteuid() == 0,
+		MaxWrite:    1 << 20,
+		Debug:       opts.Debug,
+		Logger:      opts.DebugLog,
+		// Byte-range and flock locks are the kernel's, as on a local
+		// filesystem: it knows each lock's owner (a process, an open
+		// file description), which the daemon, locking its own
+		// descriptors, does not. Locks taken in the backing directory
+		// directly do not show through the mount, nor the other way.
+		EnableLocks:   false,
 		DisableXAttrs: false,
 		// The daemon clears set-id bits itself (killpriv.go): the kernel
 		// then skips a GETATTR on every chown, and a GETXATTR on all but

@@ -68,8 +68,8 @@ import (
 //     never opened, but in a race with a live process, and then with
 //     O_NONBLOCK, so it cannot wait. The one wait left, a lease's break,
 //     is waited for holding none of the daemon's locks (Open).
-//   - GETLK, SETLK, SETLKW: on the open file's descriptor, holding none of
-//     the daemon's locks (SETLKW waits for the lock's holder, as natively).
+//   - GETLK, SETLK, SETLKW: never sent; the kernel keeps the mount's file
+//     locks itself (fs.go).
 //   - IOCTL: any command run as root on the backing file. Only the
 //     fileattr ioctls, which the kernel checks against the caller, pass.
 //   - GETATTR, READLINK, other GETXATTRs, STATFS: by name, reading what
@@ -100,7 +100,7 @@ import (
 // invalidations in its directories. So the system calls that can wait on
 // another process are made holding none of the daemon's locks: the opens
 // of a file that wait for a lease's break (OPEN's, and the truncate of a
-// SETATTR), the file locks (SETLKW). Those made under a lock cannot: an
+// SETATTR). Those made under a lock cannot: an
 // open for writing with O_NONBLOCK (openFile), opens of a new file
 // (O_CREAT|O_EXCL, which opens nothing that exists), O_PATH opens,
 // statx, the lease probe of mapped.go (F_SETLEASE answers at once), the

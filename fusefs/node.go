@@ -25,7 +25,39 @@ type node struct {
 	fsys *FS
 
 	mu     sync.Mutex
-	cached cacheStamp // the file as the kernel's page cache last knew it
+	cached cacheStamp   // the file as the kernel's page cache last knew it
+	gone   *unix.Stat_t // the entry as it was removed from the tree, see removed
+}
+
+// removed remembers the attributes of the entry n was (st, stat just before
+// it was removed), with its link gone: a directory a process still holds
+// open, or works in, has no name left to stat by, and the kernel asks for
+// its attributes again after the removal.
+func (n *node) removed(st *unix.Stat_t) {
+	gone := *st
+	if isDir(&gone) || gone.Nlink == 0 {
+		gone.Nlink = 0
+	} else {
+		gone.Nlink--
+	}
+	n.mu.Lock()
+	n.gone = &gone
+	n.mu.Unlock()
+}
+
+// goneStat is what removed remembered, while n is out of the tree. A node
+// back in it (its inode number given to a new entry) forgets it.
+func (n *node) goneStat() (*unix.Stat_t, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.gone == nil {
+		return nil, false
+	}
+	if _, in := n.relPath(); in {
+		n.gone = nil
+		return nil, false
+	}
+	return n.gone, true
 }
 
 // cacheStamp identifies a file's content for the page cache: the same
@@ -237,7 +269,30 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	}
 	fillAttr(&out.Attr, &st)
 	n.setEntryTimeout(out)
-	return n.newChild(ctx, &st, generation(fd, name)), 0
+	child := n.newChild(ctx, &st, generation(fd, name))
+	if c, ok := child.Operations().(*node); ok && c.writtenBehind() {
+		out.SetAttrTimeout(uncached)
+	}
+	return child, 0
+}
+
+// uncached is the cache time of attributes that must not be cached: go-fuse
+// takes a zero for "unset" and gives the mount's own.
+const uncached = time.Nanosecond
+
+// writtenBehind reports whether n's backing file may change with no request
+// the daemon sees: it is open for writing (or still mapped, see mapped.go)
+// in passthrough mode, where the kernel writes the backing file itself and a
+// shared mapping's writes reach it with no request at all. Its attributes
+// are then given no cache time (uncached): the kernel would answer a stat
+// asking for the times alone (statx, as stat(1) does) from ones cached
+// before the writes.
+func (n *node) writtenBehind() bool {
+	if !n.fsys.Passthrough() {
+		return false
+	}
+	_, writing := n.fsys.writers.keyOf(n)
+	return writing
 }
 
 var _ = (fs.NodeGetattrer)((*node)(nil))
@@ -246,8 +301,15 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	if t := n.attrTimeout(); t != n.fsys.timeout {
 		out.SetTimeout(t)
 	}
+	if n.writtenBehind() {
+		out.SetTimeout(uncached)
+	}
 	if h, ok := f.(*handle); ok {
 		return h.Getattr(ctx, out)
+	}
+	if st, ok := n.goneStat(); ok {
+		fillAttr(&out.Attr, st)
+		return 0
 	}
 	fd, name, done, errno := n.at()
 	if errno != 0 {

@@ -199,7 +199,15 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 		return errno
 	}
 	n.noteSelfChild(name)
-	return toErrno(unix.Unlinkat(fd, name, unix.AT_REMOVEDIR))
+	var st unix.Stat_t
+	statErr := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err := unix.Unlinkat(fd, name, unix.AT_REMOVEDIR); err != nil {
+		return toErrno(err)
+	}
+	if c := childNode(n, name); c != nil && statErr == nil {
+		c.removed(&st)
+	}
+	return 0
 }
 
 // absentAt reports whether dirfd holds nothing called name.

@@ -37,6 +37,11 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		if errno != 0 {
 			return nil, 0, errno
 		}
+		if h.pt && !h.readOnly {
+			// The attributes the kernel cached before are no good from
+			// now on (writtenBehind); attributes only, the pages stay.
+			n.NotifyContent(-1, 0)
+		}
 		if !h.pt && n.keepCache(h.fd) {
 			return h, h.openFlags() | fuse.FOPEN_KEEP_CACHE, 0
 		}
@@ -182,6 +187,9 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	h := newHandle(child.Operations().(*node), ffd, flags)
 	h.changed(ctx, key, false)
 	n.fsys.writers.owe(h.n) // a new file owes a version
+	if h.pt && !h.readOnly {
+		out.SetAttrTimeout(uncached) // see writtenBehind
+	}
 	return child, h, h.openFlags(), 0
 }
 

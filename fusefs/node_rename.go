@@ -110,6 +110,7 @@ func (r *renameOp) plan() (move, syscall.Errno) {
 		exchange:  r.flags&renameExchange != 0,
 		moving:    childNode(r.n, r.name),
 		displaced: childNode(r.np, r.newName),
+		target:    nst,
 	}, 0
 }
 
@@ -156,6 +157,8 @@ func (r *renameOp) run(ctx context.Context, mv move) syscall.Errno {
 	}
 	if mv.exchange && mv.displaced != nil {
 		ws.put(mv.displaced.EmbeddedInode(), r.n.EmbeddedInode(), r.name)
+	} else if mv.displaced != nil {
+		mv.displaced.removed(&mv.target)
 	}
 	ws.moved(mv.oldKey, mv.newKey, mv.exchange)
 	r.n.fsys.renamed(ctx, mv)
@@ -170,7 +173,8 @@ type move struct {
 	dir, targetDir    bool // what was at each path before
 	regular           bool // the entry moving is a regular file
 	exchange          bool
-	moving, displaced *node // the nodes at the old and new path before, if known
+	moving, displaced *node       // the nodes at the old and new path before, if known
+	target            unix.Stat_t // what the new path held, if anything
 }
 
 func childNode(parent *node, name string) *node {

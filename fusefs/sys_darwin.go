@@ -123,6 +123,9 @@ func capSysAdmin(pid uint32) bool { return true }
 // version); none is run for a caller.
 func fileattrIoctl(cmd uint32) bool { return false }
 
+// fileattrSet: none on macOS (see fileattrIoctl).
+func fileattrSet(cmd uint32) bool { return false }
+
 // passthroughPossible: macFUSE has no kernel passthrough.
 func passthroughPossible() bool { return false }
 

@@ -275,6 +275,9 @@ const (
 	fsIocFssetxattr = 0x401c5820 // _IOW('X', 32, struct fsxattr)
 )
 
+// fileattrSet reports whether cmd is a fileattr ioctl that changes the file.
+func fileattrSet(cmd uint32) bool { return cmd == unix.FS_IOC_SETFLAGS || cmd == fsIocFssetxattr }
+
 // fileattrIoctl reports whether cmd is one of the ioctls the kernel's
 // fileattr layer sends a FUSE daemon, having checked the caller.
 func fileattrIoctl(cmd uint32) bool {

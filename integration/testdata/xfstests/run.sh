@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# make xfstests: xfstests' generic quick group (FSTYP=fuse) against a dshfs
+# mount and against libfuse's C loopback, passthrough_ll, in the same run.
+#
+#   run.sh [SYSTEM...]     SYSTEM: dshfs, loopback (default: both)
+#
+# xfstests is built once (make; Debian: apt-get install -y xfslibs-dev
+# uuid-dev libtool-bin automake gcc make pkg-config quota attr acl
+# libattr1-dev libacl1-dev libaio-dev libgdbm-dev liburing-dev libcap-dev
+# xfsprogs e2fsprogs bc psmisc fio libfuse3-dev) into $XFSTESTS_CACHE
+# (default ~/.cache/dshfs/xfstests) from the pinned commit $XFSTESTS_COMMIT
+# of $XFSTESTS_GIT: a git directory on this machine or a URL to clone.
+# passthrough_ll is built from $LIBFUSE_GIT at the tag of the installed
+# libfuse3 (fuse-3.14.0 on Debian 12), against that library.
+#
+# Each mount gets a helper, /sbin/mount.fuse.dshfs or
+# /sbin/mount.fuse.passthrough_ll, installed for the run and removed at its
+# end (mount(8) looks for helpers only there); each helper mounts the
+# "device" xfstests names, which is a backing directory here:
+#   dshfs     dshfs mount --allow-other $XFSTESTS_DSHFS_OPTS DEV MNT
+#   loopback  passthrough_ll -o source=DEV,allow_other,default_permissions,xattr MNT
+# Users fsgqa, fsgqa2 and 123456-fsgqa (which some tests run as) are made
+# for the run if missing, and removed at its end.
+#
+# Every test runs on its own (./check -s SYSTEM TEST) under a timeout of
+# $XFSTESTS_TIMEOUT seconds (default 180): a hung test is killed, its mounts
+# are taken down and the run goes on. $XFSTESTS_TESTS="generic/035 ..." runs
+# only those; otherwise the generic tests of group $XFSTESTS_GROUP (quick).
+# With XFSTESTS_PARALLEL=1 the systems run at the same time, from the same
+# built tree: about half the wall time, on a machine with room.
+#
+# Results go to $XFSTESTS_RESULTS (default <cache>/results/<time>/): for
+# each system SYSTEM.tsv (test, status, seconds, reason; status is pass,
+# fail, notrun or timeout) and xfstests' own results directory. Printed: each
+# system's tally, then the tests that fail on dshfs and pass on the loopback.
+# Exit status 0 if there are none, 1 if there are, 2 on a usage or setup
+# error. Root only; ~1–2 hours; not part of `make test`.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../../.." && pwd)
+
+systems=("$@")
+[ ${#systems[@]} -gt 0 ] || systems=(dshfs loopback)
+for s in "${systems[@]}"; do
+	case $s in
+	dshfs | loopback) ;;
+	*)
+		echo "usage: $0 [dshfs|loopback]..." >&2
+		exit 2
+		;;
+	esac
+done
+if [ "$(id -u)" -ne 0 ]; then
+	echo "xfstests: must run as root (the suite mounts, and changes uids and owners)" >&2
+	exit 2
+fi
+for tool in make cc git pkg-config xfs_io setfacl getfattr fusermount3 go timeout; do
+	command -v "$tool" >/dev/null || {
+		echo "xfstests: $tool not found (see the comment at the top of $0 for Debian's packages)" >&2
+		exit 2
+	}
+done
+pkg-config --exists fuse3 || {
+	echo "xfstests: libfuse3's headers not found (Debian: apt-get install -y libfuse3-dev)" >&2
+	exit 2
+}
+
+# The run has a mount namespace of its own: xfstests runs df, which stats
+# every mount of the machine, and a FUSE mount whose daemon hangs (another
+# program's) would hang the run. Inside, every FUSE mount that is not the
+# run's own is detached, from this namespace only. The run's mounts vanish
+# with the namespace, whatever happens to it.
+if [ -z "${XFSTESTS_NAMESPACE:-}" ]; then
+	exec env XFSTESTS_NAMESPACE=1 unshare -m --propagation private bash "$0" "$@"
+fi
+# mountinfo: the mount point is field 5, the type the field after "-".
+awk '{ for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 1) ~ /^fuse/) print $5; break } }' /proc/self/mountinfo |
+	while read -r m; do
+		umount -l --no-canonicalize "$(printf '%b' "$m")" 2>/dev/null || true
+	done
+
+cache=${XFSTESTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dshfs/xfstests}
+commit=${XFSTESTS_COMMIT:-69cd20bd0498f8d112623be88ce855c063091f19} # v2026.01.27
+origin=${XFSTESTS_GIT:-https://github.com/kdave/xfstests}
+fuse_origin=${LIBFUSE_GIT:-https://github.com/libfuse/libfuse}
+fuse_tag=fuse-$(pkg-config --modversion fuse3)
+limit=${XFSTESTS_TIMEOUT:-180}
+group=${XFSTESTS_GROUP:-quick}
+src=$cache/src
+
+# gitdir ORIGIN NAME: a git directory for ORIGIN, cloned bare if a URL.
+gitdir() {
+	if [ -d "$1/.git" ]; then
+		echo "$1/.git"
+	elif [ -d "$1" ]; then
+		echo "$1"
+	else
+		git clone --quiet --bare "$1" "$tmp/$2.git" >&2
+		echo "$tmp/$2.git"
+	fi
+}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dshfs-xfstests.XXXXXX")
+chmod 0755 "$tmp" # the suite's other users must reach the mounts
+made_users=()
+made_helpers=()
+. "$here/cleanup.sh"
+. "$here/patch.sh"
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- xfstests and passthrough_ll, built once into the cache ---
+built="$commit $fuse_tag fuse-patches"
+if [ "$(cat "$src/.built" 2>/dev/null)" != "$built" ]; then
+	echo "xfstests: building $commit from $origin and passthrough_ll ($fuse_tag) into $src" >&2
+	rm -rf "$src" "$cache/src.new"
+	mkdir -p "$cache/src.new/libfuse"
+	git --git-dir="$(gitdir "$origin" xfstests)" archive "$commit" | tar -x -C "$cache/src.new"
+	git --git-dir="$(gitdir "$fuse_origin" libfuse)" archive "$fuse_tag" example/passthrough_ll.c \
+		example/passthrough_helpers.h | tar -x -C "$cache/src.new/libfuse"
+	(
+		cd "$cache/src.new" && make -j"$(nproc)" &&
+			cd libfuse/example && cc -Wall -O2 -D_FILE_OFFSET_BITS=64 passthrough_ll.c \
+			$(pkg-config fuse3 --cflags --libs) -o passthrough_ll
+	) >"$cache/build.log" 2>&1 || {
+		echo "xfstests: build failed; see $cache/build.log" >&2
+		tail -20 "$cache/build.log" >&2
+		exit 2
+	}
+	patch_xfstests "$cache/src.new"
+	echo "$built" >"$cache/src.new/.built"
+	mv "$cache/src.new" "$src"
+fi
+
+results=${XFSTESTS_RESULTS:-$cache/results/$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$results"
+
+# --- the mount helpers, the users, the config ---
+mkdir -p "$tmp/bin" "$tmp/state"
+(cd "$repo" && go build -o "$tmp/bin/dshfs" ./cmd/dshfs)
+cp "$src/libfuse/example/passthrough_ll" "$tmp/bin/"
+install_helper() { # NAME BODY
+	local path=/sbin/mount.fuse.$1
+	if [ -e "$path" ]; then
+		echo "xfstests: $path exists (another run?); remove it first" >&2
+		exit 2
+	fi
+	made_helpers+=("$path")
+	printf '#!/bin/sh\n# dshfs xfstests run.sh: removed when the run ends\n%s\n' "$2" >"$path"
+	chmod 0755 "$path"
+}
+for s in "${systems[@]}"; do
+	case $s in
+	dshfs) install_helper dshfs "XDG_STATE_HOME=$tmp/state exec $tmp/bin/dshfs mount --allow-other ${XFSTESTS_DSHFS_OPTS:-} \"\$1\" \"\$2\" >/dev/null" ;;
+	loopback) install_helper passthrough_ll "ulimit -n \$(ulimit -Hn); exec $tmp/bin/passthrough_ll -o fsname=\"\$1\",source=\"\$1\",allow_other,default_permissions,xattr \"\$2\"" ;;
+	esac
+done
+for u in fsgqa fsgqa2 123456-fsgqa; do
+	if ! id "$u" >/dev/null 2>&1; then
+		useradd -M -N -d / -s /bin/sh "$u" # su there prints nothing
+		made_users+=("$u")
+	fi
+done
+getent group fsgqa >/dev/null || { groupadd fsgqa && made_users+=(group:fsgqa); }
+
+subtype() { if [ "$1" = dshfs ]; then echo .dshfs; else echo .passthrough_ll; fi; }
+{
+	for s in "${systems[@]}"; do
+		d=$tmp/$s
+		mkdir -p "$d/test" "$d/test.mnt" "$d/scratch" "$d/scratch.mnt" "$results/$s"
+		cat <<-EOF
+			[$s]
+			FSTYP=fuse
+			FUSE_SUBTYP=$(subtype "$s")
+			TEST_DEV=$d/test
+			TEST_DIR=$d/test.mnt
+			SCRATCH_DEV=$d/scratch
+			SCRATCH_MNT=$d/scratch.mnt
+			RESULT_BASE=$results/$s/xfstests
+		EOF
+	done
+} >"$tmp/local.config"
+
+# --- the tests, each on its own under a timeout ---
+. "$here/runtests.sh"
+if [ -n "${XFSTESTS_TESTS:-}" ]; then
+	read -r -a tests <<<"$XFSTESTS_TESTS"
+else
+	mapfile -t tests < <(list_tests "$group")
+fi
+echo "xfstests: ${#tests[@]} tests of $group on ${systems[*]}; per test ${limit}s; results in $results" >&2
+start=$(date +%s)
+if [ "${XFSTESTS_PARALLEL:-0}" = 1 ]; then
+	pids=()
+	for s in "${systems[@]}"; do
+		run_system "$s" "${tests[@]}" &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || true; done
+else
+	for s in "${systems[@]}"; do run_system "$s" "${tests[@]}"; done
+fi
+wall=$(($(date +%s) - start))
+report "$wall"
