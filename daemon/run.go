@@ -210,7 +210,7 @@ func (m *mount) wait(sig <-chan os.Signal) error {
 	case s := <-sig:
 		m.log.Info("unmounting", "signal", s.String())
 		t0 := time.Now()
-		// A stop that hangs says where: dshfs unmount gives up at 30 s.
+		// A stop that hangs says where: dshfs unmount gives up at 60 s.
 		watchdog := time.AfterFunc(stopWatchdog, func() {
 			m.log.Warn("still stopping; the daemon's goroutines follow", "after", stopWatchdog)
 			pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)

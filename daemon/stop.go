@@ -14,8 +14,11 @@ import (
 	"github.com/dshfs/dshfs/internal/quote"
 )
 
-// stopTimeout is how long Stop waits for a daemon to unmount and exit.
-const stopTimeout = 30 * time.Second
+// stopTimeout is how long Stop waits for a daemon to unmount and exit. Its
+// last commits are durable: under heavy I/O from other processes each sync
+// can take seconds, and a stop makes several (the mount's last batch, the
+// tool writes' settling, the clean mark).
+const stopTimeout = 60 * time.Second
 
 // Stop asks e's daemon to unmount (SIGTERM) and waits for it to exit;
 // detached reports that the daemon was gone and the mount was detached
@@ -60,7 +63,7 @@ func awaitExit(pid int, stateDir string, uid int) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("the daemon (pid %d) did not exit within 30 s: its log, %s, says how far it got", pid, quote.Name(filepath.Join(stateDir, LogFileName)))
+	return fmt.Errorf("the daemon (pid %d) did not exit within %d s: its log, %s, says how far it got", pid, int(stopTimeout.Seconds()), quote.Name(filepath.Join(stateDir, LogFileName)))
 }
 
 // maxUnmountError bounds the note read back from a daemon's state directory.
