@@ -20,16 +20,7 @@ var shell = Writer{Kind: WriterMount, Pid: 42, Comm: "sh"}
 // bytes before kept first, the change made, the version committed.
 func (ts *testStore) mountWrite(rel, content string) {
 	ts.t.Helper()
-	unlock := ts.locks.Lock(rel)
-	defer unlock()
-	absent := ts.mount.Preserve(rel)
-	ts.put(rel, content)
-	if absent {
-		ts.mount.Created(rel)
-	}
-	if _, err := ts.mount.Refresh(rel, shell); err != nil {
-		ts.t.Fatal(err)
-	}
+	ts.writeBy(shell, rel, content)
 }
 
 func (ts *testStore) mountRemove(rel string) {
