@@ -122,10 +122,13 @@ type FS struct {
 	afterMake  func(dirfd int, name string) // Options.afterMake
 	selfWindow time.Duration                // Options.selfWindow, or the default
 	info       []byte                       // the root's DaemonInfoXattr
+	umasks     requestUmasks                // of the creates in flight (acl.go)
 }
 
 // Mount serves store's workspace at mountpoint. The process umask should be
-// 0 (the kernel has already applied the caller's); see the design contract.
+// 0: the caller's umask is applied by the kernel or, where a parent's
+// default ACL may rule instead, by the daemon (acl.go); see the design
+// contract.
 func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, error) {
 	mnt, err := filepath.Abs(mountpoint)
 	if err != nil {
@@ -184,7 +187,10 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		// The daemon clears set-id bits itself (killpriv.go): the kernel
 		// then skips a GETATTR on every chown, and a GETXATTR on all but
 		// a file's first write after its attributes were refreshed.
-		ExtraCapabilities: capHandleKillpriv,
+		ExtraCapabilities: capHandleKillpriv | aclCaps,
+		// POSIX ACLs are enforced by the kernel, and a parent's default
+		// ACL rules a new entry's permissions, not the umask (acl.go).
+		EnableAcl: true,
 		// ATOMIC_O_TRUNC is deliberately not negotiated: without a
 		// writeback cache or passthrough the kernel does not serialize a
 		// truncating OPEN against concurrent O_APPEND writes, which then
@@ -198,7 +204,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	if !pt {
 		fopts.MountOptions.DisabledCapabilities = fuse.CAP_PASSTHROUGH
 	}
-	raw := fs.NewNodeFS(f.root, fopts)
+	raw := fuse.RawFileSystem(umasks{fs.NewNodeFS(f.root, fopts), f})
 	if pt {
 		raw = backingCheck{raw, f}
 	}

@@ -287,3 +287,14 @@ func fileattrIoctl(cmd uint32) bool {
 	}
 	return false
 }
+
+// aclCaps are the capabilities POSIX ACLs need besides FUSE_POSIX_ACL
+// (acl.go): the kernel leaves the caller's umask to the daemon.
+const aclCaps = fuse.CAP_DONT_MASK
+
+// hasDefaultACL reports whether the directory dirfd (O_PATH) has a default
+// ACL. An error reading it counts as none: the caller's umask then applies.
+func hasDefaultACL(dirfd int) bool {
+	n, err := unix.Getxattr(fdPath(dirfd), "system.posix_acl_default", nil)
+	return err == nil && n > 0
+}

@@ -498,6 +498,9 @@ func (s *Store) writeTemp(d keyDir, data []byte, perm fs.FileMode, owner *Owner,
 	} else if err == nil && prior != nil {
 		chownLike(f, prior)
 	}
+	if err == nil && prior != nil {
+		err = keepACL(f, d.fd, d.name)
+	}
 	if err == nil && sync {
 		err = f.Sync()
 	}
