@@ -78,6 +78,10 @@ func (s *Store) readForCapture(t Target, at time.Time, w Writer, keep bool) (cha
 	}
 	defer f.Close()
 	c := change{fp: fingerprintOf(fi), size: fi.Size(), writer: w, at: at}
+	if !s.objects.hashes(fi.Size()) {
+		c.version = unhashedVersion(c.fp)
+		return c, nil
+	}
 	if !keep || !s.objects.keeps(fi.Size()) {
 		v, _, err := HashReader(f)
 		if err != nil {

@@ -111,6 +111,9 @@ func (s *Store) writeAllowed(t Target, cur snapshot, intent Intent) error {
 	if cur.fi != nil && !cur.fi.Mode().IsRegular() {
 		return fail(ReasonNotRegular, "write", t.Display)
 	}
+	if cur.fi != nil && intent.Kind != IntentCreateIfAbsent && !s.objects.hashes(cur.fi.Size()) {
+		return s.unhashedFailure("write", t, cur.fi.Size())
+	}
 	if cur.fi != nil && intent.Kind != IntentCreateIfAbsent && s.mount.writing(t.Key) {
 		return s.mount.writingFailure("write", t.Display, t.Key)
 	}
