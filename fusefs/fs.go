@@ -204,7 +204,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	if !pt {
 		fopts.MountOptions.DisabledCapabilities = fuse.CAP_PASSTHROUGH
 	}
-	raw := fuse.RawFileSystem(umasks{fs.NewNodeFS(f.root, fopts), f})
+	raw := fuse.RawFileSystem(uncachedAttrs{umasks{fs.NewNodeFS(f.root, fopts), f}})
 	if pt {
 		raw = backingCheck{raw, f}
 	}
