@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/dshfs/dshfs/internal/testfuse"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,6 +44,10 @@ func aclXattr(entries ...aclEntry) []byte {
 	return b.Bytes()
 }
 
+// denyNobody is the ACL of a 0644 file that denies nobody by name:
+// user::rw-, user:nobody:---, group::r--, mask::r--, other::r--.
+var denyNobody = aclXattr(aclEntry{0x01, 6, 0}, aclEntry{0x02, 0, nobody}, aclEntry{0x04, 4, 0}, aclEntry{0x10, 4, 0}, aclEntry{0x20, 4, 0})
+
 // needACLs skips the test where the backing filesystem keeps no ACLs.
 func needACLs(t *testing.T, dir string) {
 	t.Helper()
@@ -69,8 +75,7 @@ func TestACLDeniesANamedUser(t *testing.T) {
 	if err := os.WriteFile(p, []byte("not for nobody"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deny := aclXattr(aclEntry{0x01, 6, 0}, aclEntry{0x02, 0, nobody}, aclEntry{0x04, 4, 0}, aclEntry{0x10, 4, 0}, aclEntry{0x20, 4, 0})
-	if err := unix.Setxattr(p, aclAccess, deny, 0); err != nil {
+	if err := unix.Setxattr(p, aclAccess, denyNobody, 0); err != nil {
 		t.Fatal(err)
 	}
 	var native, mounted error
@@ -189,4 +194,47 @@ func xattrHex(p, attr string) string {
 		return "error " + err.Error()
 	}
 	return hex.EncodeToString(buf[:n])
+}
+
+// An ACL set straight in the backing directory is enforced through the
+// mount, in a directory the watcher sees and in one it does not (past the
+// mount's cap on watches): the kernel does not keep an ACL it read past the
+// file's attributes.
+func TestACLSetBehindTheMountIsEnforced(t *testing.T) {
+	for _, watches := range []int{DefaultMaxWatches, 1} {
+		t.Run(fmt.Sprintf("watches=%d", watches), func(t *testing.T) {
+			m := mountShared(t, func(o *Options) { o.MaxWatches = watches })
+			needACLs(t, m.backing)
+			aclSetBehind(t, m)
+		})
+	}
+}
+
+// aclSetBehind has nobody read pub/f through m, denies them in its ACL in the
+// backing directory, and waits for the mount to deny them too.
+func aclSetBehind(t *testing.T, m *mounted) {
+	t.Helper()
+	backing := filepath.Join(m.backing, "pub", "f")
+	if err := os.WriteFile(backing, []byte("readable, then not"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(m.mnt, "pub", "f")
+	var before, after error
+	denied := false
+	asNobody(t, func() { _, before = os.ReadFile(p) })
+	if before != nil {
+		t.Fatalf("nobody reads the file before its ACL: %v", before)
+	}
+	if err := unix.Setxattr(backing, aclAccess, denyNobody, 0); err != nil {
+		t.Fatal(err)
+	}
+	asNobody(t, func() {
+		denied = testfuse.WaitFor(10*time.Second, func() bool {
+			_, after = os.ReadFile(p)
+			return errors.Is(after, os.ErrPermission)
+		})
+	})
+	if !denied {
+		t.Errorf("nobody still reads the file 10 s after its ACL denied them: %v", after)
+	}
 }
