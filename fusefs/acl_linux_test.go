@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -236,5 +237,40 @@ func aclSetBehind(t *testing.T, m *mounted) {
 	})
 	if !denied {
 		t.Errorf("nobody still reads the file 10 s after its ACL denied them: %v", after)
+	}
+}
+
+// Setting an access ACL clears the set-group-ID bit of a file whose group
+// the caller is not in, as natively (xfstests generic/375): the daemon, root,
+// set the ACL with its own right to keep the bit.
+func TestSettingAnACLClearsSetgidOfANonMember(t *testing.T) {
+	m := mountShared(t)
+	needACLs(t, m.backing)
+	acl := aclXattr(aclEntry{0x01, 7, 0}, aclEntry{0x02, 4, 1000}, aclEntry{0x04, 5, 0}, aclEntry{0x10, 5, 0}, aclEntry{0x20, 5, 0})
+	modes := map[string]string{}
+	for _, p := range []string{filepath.Join(m.mnt, "pub", "f"), filepath.Join(m.backing, "pub", "native")} {
+		sgidFileOfNobody(t, strings.Replace(p, m.mnt, m.backing, 1))
+		var err error
+		asNobody(t, func() { err = unix.Setxattr(p, aclAccess, acl, 0) })
+		if err != nil {
+			t.Fatalf("nobody sets the ACL of %s: %v", p, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		modes[filepath.Base(p)] = describeMode(st)
+	}
+	if modes["f"] != modes["native"] {
+		t.Errorf("after nobody set its ACL, through the mount: %s; natively: %s", modes["f"], modes["native"])
+	}
+}
+
+// sgidFileOfNobody makes p a file of nobody's, group root's, mode 02755.
+func sgidFileOfNobody(t *testing.T, p string) {
+	t.Helper()
+	errs := []error{os.WriteFile(p, nil, 0o755), os.Chown(p, nobody, 0), unix.Chmod(p, 0o2755)}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -122,7 +122,7 @@ type FS struct {
 	afterMake  func(dirfd int, name string) // Options.afterMake
 	selfWindow time.Duration                // Options.selfWindow, or the default
 	info       []byte                       // the root's DaemonInfoXattr
-	umasks     requestUmasks                // of the creates in flight (acl.go)
+	inFlight   inFlight                     // what aclRequests keeps of requests (acl.go)
 }
 
 // Mount serves store's workspace at mountpoint. The process umask should be
@@ -204,7 +204,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	if !pt {
 		fopts.MountOptions.DisabledCapabilities = fuse.CAP_PASSTHROUGH
 	}
-	raw := fuse.RawFileSystem(uncachedAttrs{umasks{fs.NewNodeFS(f.root, fopts), f}})
+	raw := fuse.RawFileSystem(uncachedAttrs{aclRequests{fs.NewNodeFS(f.root, fopts), f}})
 	if pt {
 		raw = backingCheck{raw, f}
 	}
