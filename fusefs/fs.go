@@ -11,7 +11,9 @@
 // written through the mount (writers.go), which the store asks before a tool
 // may replace one, and the clearing of set-id bits the kernel leaves to it
 // (killpriv.go). Tool writes published behind the kernel's back are
-// invalidated in the kernel's caches at once.
+// invalidated in the kernel's caches at once. POSIX ACLs are the backing
+// files' own, enforced by the kernel; the daemon applies a creator's umask
+// where no default ACL rules instead (acl.go).
 //
 // It works on directory file descriptors (*at system calls), never on
 // absolute backing paths, so paths near PATH_MAX work. syscall.Errno appears
