@@ -11,7 +11,9 @@
 // written through the mount (writers.go), which the store asks before a tool
 // may replace one, and the clearing of set-id bits the kernel leaves to it
 // (killpriv.go). Tool writes published behind the kernel's back are
-// invalidated in the kernel's caches at once.
+// invalidated in the kernel's caches at once. POSIX ACLs are the backing
+// files' own, enforced by the kernel; the daemon applies a creator's umask
+// where no default ACL rules instead (acl.go).
 //
 // It works on directory file descriptors (*at system calls), never on
 // absolute backing paths, so paths near PATH_MAX work. syscall.Errno appears
@@ -122,10 +124,13 @@ type FS struct {
 	afterMake  func(dirfd int, name string) // Options.afterMake
 	selfWindow time.Duration                // Options.selfWindow, or the default
 	info       []byte                       // the root's DaemonInfoXattr
+	inFlight   inFlight                     // what aclRequests keeps of requests (acl.go)
 }
 
 // Mount serves store's workspace at mountpoint. The process umask should be
-// 0 (the kernel has already applied the caller's); see the design contract.
+// 0: the caller's umask is applied by the kernel or, where a parent's
+// default ACL may rule instead, by the daemon (acl.go); see the design
+// contract.
 func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, error) {
 	mnt, err := filepath.Abs(mountpoint)
 	if err != nil {
@@ -184,7 +189,10 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		// The daemon clears set-id bits itself (killpriv.go): the kernel
 		// then skips a GETATTR on every chown, and a GETXATTR on all but
 		// a file's first write after its attributes were refreshed.
-		ExtraCapabilities: capHandleKillpriv,
+		ExtraCapabilities: capHandleKillpriv | aclCaps,
+		// POSIX ACLs are enforced by the kernel, and a parent's default
+		// ACL rules a new entry's permissions, not the umask (acl.go).
+		EnableAcl: true,
 		// ATOMIC_O_TRUNC is deliberately not negotiated: without a
 		// writeback cache or passthrough the kernel does not serialize a
 		// truncating OPEN against concurrent O_APPEND writes, which then
@@ -198,7 +206,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	if !pt {
 		fopts.MountOptions.DisabledCapabilities = fuse.CAP_PASSTHROUGH
 	}
-	raw := fs.NewNodeFS(f.root, fopts)
+	raw := fuse.RawFileSystem(uncachedAttrs{aclRequests{fs.NewNodeFS(f.root, fopts), f}})
 	if pt {
 		raw = backingCheck{raw, f}
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +23,11 @@ func TestMain(m *testing.M) {
 	// The daemon must not apply a umask the kernel already applied; the
 	// test process is both daemon and client.
 	syscall.Umask(0)
+	// The main goroutine keeps the main thread: a test thread locked and
+	// given other credentials (onThread) is wedged, not ended, if it is
+	// the main thread, and the process's /proc status — the main thread's
+	// — would then say nobody for the rest of the run.
+	runtime.LockOSThread()
 	os.Exit(m.Run())
 }
 

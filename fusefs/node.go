@@ -276,10 +276,6 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	return child, 0
 }
 
-// uncached is the cache time of attributes that must not be cached: go-fuse
-// takes a zero for "unset" and gives the mount's own.
-const uncached = time.Nanosecond
-
 // writtenBehind reports whether n's backing file may change with no request
 // the daemon sees: it is open for writing (or still mapped, see mapped.go)
 // in passthrough mode, where the kernel writes the backing file itself and a

@@ -34,6 +34,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 		return nil, errno
 	}
 	defer done()
+	mode = n.fsys.createMode(ctx, fd, mode)
 	n.noteSelfChild(name)
 	since := coarseNow()
 	if err := unix.Mkdirat(fd, name, mode); err != nil {
@@ -54,6 +55,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 		return nil, errno
 	}
 	defer done()
+	mode = n.fsys.createMode(ctx, fd, mode)
 	unlock := n.fsys.mount.Locks().Lock(key)
 	defer unlock()
 	n.noteSelfChild(name)

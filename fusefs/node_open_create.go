@@ -168,6 +168,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, errno
 	}
 	defer done()
+	mode = n.fsys.createMode(ctx, fd, mode)
 	unlock := n.fsys.mount.Locks().Lock(key)
 	defer unlock()
 	ffd, errno := n.createFile(ctx, fd, name, flags, mode)
@@ -254,7 +255,18 @@ func giveToCaller(ctx context.Context, r nodeRef, mode uint32) error {
 		return err
 	}
 	if mode&syscall.S_IFMT != syscall.S_IFDIR && mode&(syscall.S_ISUID|syscall.S_ISGID) != 0 {
-		return r.chmod(mode & 0o7777)
+		return addSetID(r, mode)
 	}
 	return nil
+}
+
+// addSetID gives the new entry r the set-id bits of mode, keeping the
+// permissions it was born with: a parent's default ACL may have decided
+// them, and chmod would change its mask.
+func addSetID(r nodeRef, mode uint32) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(r.fd, &st); err != nil {
+		return err
+	}
+	return r.chmod(uint32(st.Mode)&0o1777 | mode&(syscall.S_ISUID|syscall.S_ISGID))
 }

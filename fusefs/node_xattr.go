@@ -51,7 +51,12 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 		return syscall.EPERM
 	}
 	n.noteSelf()
-	return n.withRef(func(r nodeRef) error { return r.setxattr(attr, data, int(flags)) })
+	return n.withRef(func(r nodeRef) error {
+		if err := r.setxattr(attr, data, int(flags)); err != nil {
+			return err
+		}
+		return n.fsys.clearSGID(ctx, r, attr)
+	})
 }
 
 var _ = (fs.NodeListxattrer)((*node)(nil))

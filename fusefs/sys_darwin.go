@@ -146,3 +146,9 @@ func inGroups(pid uint32, gid uint32) bool { return false }
 func lgetxattrAt(dirfd int, name, attr string, dest []byte) (int, error) {
 	return unix.Lgetxattr(procPath(dirfd, name), attr, dest)
 }
+
+// aclCaps: macFUSE has no POSIX ACLs to negotiate.
+const aclCaps = 0
+
+// hasDefaultACL: macOS has no POSIX default ACLs.
+func hasDefaultACL(dirfd int) bool { return false }

@@ -287,3 +287,22 @@ func fileattrIoctl(cmd uint32) bool {
 	}
 	return false
 }
+
+// aclCaps are the capabilities POSIX ACLs need besides FUSE_POSIX_ACL
+// (acl.go): the kernel leaves the caller's umask to the daemon, and says
+// when setting an ACL must clear the set-group-ID bit.
+const aclCaps = fuse.CAP_DONT_MASK | fuse.CAP_SETXATTR_EXT
+
+// SetXAttr remembers whether setting this access ACL must clear the file's
+// set-group-ID bit (acl.go).
+func (u aclRequests) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, attr string, data []byte) fuse.Status {
+	defer u.f.keepFacts(cancel, requestFacts{killSGID: in.SetXAttrFlags&fuse.SETXATTR_ACL_KILL_SGID != 0})()
+	return u.RawFileSystem.SetXAttr(cancel, in, attr, data)
+}
+
+// hasDefaultACL reports whether the directory dirfd (O_PATH) has a default
+// ACL. An error reading it counts as none: the caller's umask then applies.
+func hasDefaultACL(dirfd int) bool {
+	n, err := unix.Getxattr(fdPath(dirfd), "system.posix_acl_default", nil)
+	return err == nil && n > 0
+}

@@ -88,6 +88,9 @@ func storeMessage(op string, e *versionstore.Error) string {
 			what = strconv.FormatInt(e.Size, 10) + " bytes exceeds"
 		}
 		return cannot + what + " the " + strconv.FormatInt(e.Limit, 10) + "-byte limit"
+	case versionstore.ReasonUnhashed:
+		// Versioned by its stat, not its bytes (versionstore/unhashed.go).
+		return cannot + strconv.FormatInt(e.Size, 10) + " bytes exceeds the " + strconv.FormatInt(e.Limit, 10) + "-byte limit for write and edit"
 	case versionstore.ReasonMountWriting:
 		return cannot + "file is being written " + writerText(e.By)
 	case versionstore.ReasonWouldLose:

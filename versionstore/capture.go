@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -78,6 +79,10 @@ func (s *Store) readForCapture(t Target, at time.Time, w Writer, keep bool) (cha
 	}
 	defer f.Close()
 	c := change{fp: fingerprintOf(fi), size: fi.Size(), writer: w, at: at}
+	if !s.objects.hashes(fi.Size()) {
+		c.version = unhashedVersion(c.fp)
+		return c, nil
+	}
 	if !keep || !s.objects.keeps(fi.Size()) {
 		v, _, err := HashReader(f)
 		if err != nil {
@@ -99,11 +104,10 @@ func (s *Store) readForCapture(t Target, at time.Time, w Writer, keep bool) (cha
 		if len(data) == cap(data) {
 			if !s.objects.keeps(int64(len(data))) {
 				// Grew past the limit while being read: version it, keep nothing.
-				v, n, err := HashReader(io.MultiReader(bytes.NewReader(data), f))
+				c, err := s.grownVersion(f, data, c)
 				if err != nil {
 					return change{}, osError("read", t.Display, err)
 				}
-				c.version, c.size = v, n
 				return c, nil
 			}
 			data = append(data, 0)[:len(data)]
@@ -112,6 +116,23 @@ func (s *Store) readForCapture(t Target, at time.Time, w Writer, keep bool) (cha
 	c.version = Sum(data)
 	c.size = int64(len(data))
 	c.data = data
+	return c, nil
+}
+
+// grownVersion versions the file f, which grew past the capture limit
+// while being read (data so far) for the change c: by the rest of its bytes,
+// or by its stat if it is past the hashing limit now (unhashed.go).
+func (s *Store) grownVersion(f *os.File, data []byte, c change) (change, error) {
+	if fi, err := f.Stat(); err == nil && !s.objects.hashes(fi.Size()) {
+		c.fp, c.size = fingerprintOf(fi), fi.Size()
+		c.version = unhashedVersion(c.fp)
+		return c, nil
+	}
+	v, n, err := HashReader(io.MultiReader(bytes.NewReader(data), f))
+	if err != nil {
+		return change{}, err
+	}
+	c.version, c.size = v, n
 	return c, nil
 }
 

@@ -54,6 +54,7 @@ const (
 	ReasonIndex               // FS_IO_ERROR: the index could not record a change; Err is the cause
 	ReasonDirOwner            // no code: another user owns the directory the bytes would be put back in
 	ReasonIndexRead           // FS_IO_ERROR: the index could not be read; Err is the cause
+	ReasonUnhashed            // FS_TOO_LARGE: Size bytes over Limit, the size past which files are versioned by stat
 )
 
 var reasons = [...]struct {
@@ -79,6 +80,7 @@ var reasons = [...]struct {
 	ReasonIndex:        {CodeIOError, "index not written"},
 	ReasonDirOwner:     {"", "directory owner"},
 	ReasonIndexRead:    {CodeIOError, "index not read"},
+	ReasonUnhashed:     {CodeTooLarge, "unhashed"},
 }
 
 // Code is the reference implementation's error code a failure of this

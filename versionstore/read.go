@@ -117,9 +117,13 @@ func (s *Store) Read(ctx context.Context, t Target, sink func(chunk []byte, last
 	if unkept {
 		kept = make([]byte, 0, before.Size())
 	}
-	v, err := streamBytes(ctx, f, sink, t.Display, &kept)
+	hashed := s.objects.hashes(before.Size())
+	v, err := streamBytes(ctx, f, sink, t.Display, &kept, hashed)
 	if err != nil {
 		return Version{}, err
+	}
+	if !hashed {
+		v = unhashedVersion(fingerprintOf(before)) // see unhashed.go
 	}
 	after, err := f.Stat()
 	switch {
@@ -151,10 +155,14 @@ func (s *Store) knownRecord(key string, fi fs.FileInfo) (known record, unkept bo
 	return known, unkept, err
 }
 
-// streamBytes hashes every byte of r while handing it to sink, and appends
-// them to *keep unless it is nil.
-func streamBytes(ctx context.Context, r io.Reader, sink func([]byte, bool) error, display string, keep *[]byte) (Version, error) {
-	h := blake3.New()
+// streamBytes hands every byte of r to sink, hashing them if hash (else
+// the version returned is zero), and appends them to *keep unless it is nil.
+func streamBytes(ctx context.Context, r io.Reader, sink func([]byte, bool) error, display string, keep *[]byte, hash bool) (Version, error) {
+	h := io.Writer(io.Discard)
+	hasher := blake3.New()
+	if hash {
+		h = hasher
+	}
 	bp := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(bp)
 	for {
@@ -176,7 +184,9 @@ func streamBytes(ctx context.Context, r io.Reader, sink func([]byte, bool) error
 		}
 		if last {
 			var v Version
-			h.Sum(v[:0])
+			if hash {
+				hasher.Sum(v[:0])
+			}
 			return v, nil
 		}
 	}

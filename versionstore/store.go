@@ -1,5 +1,6 @@
 // Package versionstore owns the workspace's versions: the bbolt index that maps
-// every workspace path to the BLAKE3 hash of its bytes, the per-file locks, the
+// every workspace path to the BLAKE3 hash of its bytes (of its stat, past the
+// hashing limit: unhashed.go), the per-file locks, the
 // atomic compare-and-swap publish of tool writes and updates, each file's
 // bounded history with writer identity, the kept bytes of every version (the
 // object store), the journal of changes, checkpoints, restore and rewind.

@@ -216,7 +216,7 @@ func (s *Store) probeLocked(t Target, verb string, w Writer) (current, error) {
 		return current{}, err
 	}
 	defer f.Close()
-	v, _, err := HashReader(f)
+	v, err := s.versionOf(f, ofi)
 	if err != nil {
 		return current{}, osError(verb, t.Display, err)
 	}
@@ -396,6 +396,9 @@ func (s *Store) snapshotLocked(t Target, verb string, keep int64) (snapshot, err
 	fi, err := s.statTarget(t, verb)
 	if err != nil || fi == nil || !fi.Mode().IsRegular() || keep == statOnly {
 		return snapshot{fi: fi, at: at, statOnly: fi != nil}, err
+	}
+	if keep < 0 && !s.objects.hashes(fi.Size()) {
+		return snapshot{}, s.unhashedFailure(verb, t, fi.Size()) // not read whole: see unhashed.go
 	}
 	if keep < 0 || fi.Size() < keep {
 		// Read whole up to what the stat promised: past keep the file is

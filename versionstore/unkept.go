@@ -13,6 +13,7 @@ import (
 // The reasons NotKept gives.
 const (
 	NotKeptTooLarge  = "larger than the capture limit (dshfs mount --keep-max-bytes)"
+	NotKeptUnhashed  = "too large to hash: the version is of the file's size, times and inode, not of its bytes"
 	NotKeptNoCapture = "this mount keeps no bytes (dshfs mount --keep-max-bytes -1)"
 	NotKeptCollected = "dropped by gc (past --retain-age, or over --retain-bytes)"
 	NotKeptBudget    = "the retention budget (--retain-bytes) was full when dshfs indexed the file"
@@ -31,6 +32,8 @@ func (s *Store) notKept(tx *bolt.Tx, v Version, size int64) string {
 		return ""
 	}
 	switch {
+	case !s.objects.hashes(size):
+		return NotKeptUnhashed
 	case !s.objects.capturing():
 		return NotKeptNoCapture
 	case !s.objects.keeps(size):

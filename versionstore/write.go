@@ -111,6 +111,9 @@ func (s *Store) writeAllowed(t Target, cur snapshot, intent Intent) error {
 	if cur.fi != nil && !cur.fi.Mode().IsRegular() {
 		return fail(ReasonNotRegular, "write", t.Display)
 	}
+	if cur.fi != nil && intent.Kind != IntentCreateIfAbsent && !s.objects.hashes(cur.fi.Size()) {
+		return s.unhashedFailure("write", t, cur.fi.Size())
+	}
 	if cur.fi != nil && intent.Kind != IntentCreateIfAbsent && s.mount.writing(t.Key) {
 		return s.mount.writingFailure("write", t.Display, t.Key)
 	}
@@ -497,6 +500,9 @@ func (s *Store) writeTemp(d keyDir, data []byte, perm fs.FileMode, owner *Owner,
 		err = giveOwner(f, owner)
 	} else if err == nil && prior != nil {
 		chownLike(f, prior)
+	}
+	if err == nil && prior != nil {
+		err = keepACL(f, d.fd, d.name)
 	}
 	if err == nil && sync {
 		err = f.Sync()
