@@ -21,6 +21,7 @@ type History struct {
 	Checkpoints []versionstore.Checkpoint
 	Segments    int
 	refs        map[versionstore.Version]objectRef
+	tree        *treeRef // the newest
 	b           *Bucket
 	codec       *codec
 }
@@ -60,6 +61,9 @@ func Fetch(ctx context.Context, b *Bucket) (*History, error) {
 			out.refs[v] = ref
 		}
 		out.Checkpoints = s.Checkpoints
+		if s.Tree != nil {
+			out.tree = s.Tree
+		}
 	}
 	return out, nil
 }
