@@ -141,6 +141,10 @@ func (m *mount) start(umask os.FileMode) (func(), error) {
 		return nil, err
 	}
 	m.store = store
+	if err := m.resume(); err != nil {
+		store.Close()
+		return nil, err
+	}
 	// A prefix another dshfs replicates to is refused before the mount.
 	stopRemote, err := m.startRemote()
 	if err != nil {
