@@ -177,8 +177,13 @@ func (m *mount) openStore(umask os.FileMode) (*versionstore.Store, error) {
 	return versionstore.Open(m.cfg.Backing, filepath.Join(m.cfg.StateDir, "index.db"), versionstore.Options{
 		Umask:      &umask,
 		AliasRoots: []string{m.cfg.MountPoint},
-		OnPublish:  func(key string) { m.fsys.Invalidate(key) },
-		Logger:     m.log,
+		// Before the mount (a --from's rewind) there is nothing to invalidate.
+		OnPublish: func(key string) {
+			if m.fsys != nil {
+				m.fsys.Invalidate(key)
+			}
+		},
+		Logger: m.log,
 
 		CaptureMaxBytes: m.cfg.KeepMaxBytes,
 		RetainBytes:     m.cfg.RetainBytes,

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/dshfs/dshfs/internal/s3test"
 	"github.com/dshfs/dshfs/internal/testfuse"
+	"github.com/dshfs/dshfs/versionstore"
 )
 
 // snapshot describes every entry below root: type, permission bits and
@@ -71,7 +73,17 @@ func resumeMount(t *testing.T, url string, extra ...string) *remoteMount {
 		dshfs(t, m.state, "unmount", m.mnt)
 		unix.Unmount(m.mnt, mntDetach)
 	})
-	m.mounted = m.run(0, append([]string{"mount", "--from", url, m.backing, m.mnt}, extra...)...)
+	args := append([]string{"mount", "--from", url, m.backing, m.mnt}, extra...)
+	out, code := dshfs(t, m.state, args...)
+	if code != 0 {
+		logs, _ := filepath.Glob(filepath.Join(m.state, "dshfs", "*", "dshfs.log"))
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			out += "\n--- " + l + "\n" + string(b)
+		}
+		t.Fatalf("dshfs %v: exit %d\n%s", args, code, out)
+	}
+	m.mounted = out
 	return m
 }
 
@@ -99,7 +111,6 @@ func TestRemoteResumeElsewhere(t *testing.T) {
 		must(t, os.RemoveAll(dir))
 	}
 
-	t.Logf("the workspace left: %v", want)
 	r := resumeMount(t, url)
 	sameTree(t, "the workspace built from the bucket", snapshot(t, r.backing), want)
 	sameTree(t, "the mount over it", snapshot(t, r.mnt), want)
@@ -121,6 +132,19 @@ func TestRemoteResumeElsewhere(t *testing.T) {
 	if code != 0 || !strings.Contains(remoteLog, "later.txt") || !strings.Contains(remoteLog, "src/y.go (from src/x.go)") {
 		t.Fatalf("the bucket's history does not go on (exit %d):\n%s", code, remoteLog)
 	}
+
+	// A fork: the checkpoint's workspace, its history going on elsewhere.
+	const fork = "s3://hist/team/ws1-fork"
+	f := resumeMount(t, url, "--at", "start", "--remote", fork)
+	sameTree(t, "the workspace built at start", snapshot(t, f.backing), atStart)
+	f.run(0, "unmount", f.mnt)
+	forkLog, code := dshfs(t, t.TempDir(), "log", "--remote", fork, "--all")
+	if code != 0 || !strings.Contains(forkLog, "later.txt") || forkLog == remoteLog {
+		t.Fatalf("the fork's history (exit %d):\n%s", code, forkLog)
+	}
+	if again, _ := dshfs(t, t.TempDir(), "log", "--remote", url, "--all"); again != remoteLog {
+		t.Fatalf("the fork changed the history it came from:\n%s\nwas:\n%s", again, remoteLog)
+	}
 }
 
 // mount --from refuses a backing directory that holds files, saying why,
@@ -138,5 +162,52 @@ func TestRemoteResumeRefusesNonEmpty(t *testing.T) {
 	}
 	if testfuse.Mounted(m.mnt) {
 		t.Fatal("mounted anyway")
+	}
+}
+
+// A pack flipped and another deleted in the server's directory: show
+// --remote refuses the damaged bytes; the next daemon on the same state
+// reads the replica back at start, sends both objects again from its
+// store, and show --remote then gives them.
+func TestRemoteDamagedObjectSentAgain(t *testing.T) {
+	srv := s3test.Start(t, "hist")
+	srv.Setenv(t)
+	const url = "s3://hist/ws"
+	m := mountRemote(t, url)
+	m.sh(`printf 'first\n' > a.txt`)
+	m.run(0, "unmount", m.mnt)
+	m.run(0, "mount", "--remote", url, m.backing, m.mnt)
+	m.sh(`printf 'second\n' > b.txt`)
+	m.run(0, "unmount", m.mnt)
+	versions := map[string]string{}
+	var changes []versionstore.Change
+	out, _ := dshfs(t, t.TempDir(), "log", "--remote", url, "--all", "--json")
+	must(t, json.Unmarshal([]byte(out), &changes))
+	for _, c := range changes {
+		versions[c.Path] = c.Version.String()
+	}
+	packs, _ := filepath.Glob(filepath.Join(srv.Dir, "hist", "ws", "packs", "*"))
+	if len(packs) != 2 {
+		t.Fatalf("packs on the server: %v", packs)
+	}
+	data, err := os.ReadFile(packs[0])
+	must(t, err)
+	data[len(data)-3] ^= 0xff
+	must(t, os.WriteFile(packs[0], data, 0o644))
+	must(t, os.Remove(packs[1]))
+	show := func(path string) (string, int) {
+		return dshfs(t, t.TempDir(), "show", "--remote", url, path+"@"+versions[path])
+	}
+	for _, p := range []string{"a.txt", "b.txt"} {
+		if out, code := show(p); code == 0 {
+			t.Fatalf("show --remote %s of a damaged object: %q", p, out)
+		}
+	}
+	m.run(0, "mount", "--remote", url, m.backing, m.mnt)
+	m.run(0, "unmount", m.mnt) // the scrub is done before the drain ends
+	for p, want := range map[string]string{"a.txt": "first\n", "b.txt": "second\n"} {
+		if out, code := show(p); code != 0 || out != want {
+			t.Fatalf("show --remote %s after the scrub: exit %d, %q", p, code, out)
+		}
 	}
 }
