@@ -108,12 +108,22 @@ var ErrNotEmptyDir = errors.New("the directory is not empty")
 // symlinks. A file whose bytes data cannot give (ErrNotKept, ErrCorrupt)
 // is left out and named in missing; any other error stops it.
 func (s *Store) Populate(entries []TreeEntry, data func(Version) ([]byte, error)) (missing []error, err error) {
-	if names, err := os.ReadDir(s.rootPath); err != nil || len(names) > 0 {
-		return nil, fmt.Errorf("populate %s: %w", s.rootPath, errors.Join(err, ErrNotEmptyDir))
+	if names, err := os.ReadDir(s.rootPath); err != nil {
+		return nil, fmt.Errorf("populate: %w", err)
+	} else if len(names) > 0 {
+		return nil, fmt.Errorf("populate %s: %w", s.rootPath, ErrNotEmptyDir)
 	}
 	entries = slices.Clone(entries)
-	// A directory sorts before what it holds (its path is their prefix).
-	slices.SortFunc(entries, func(a, b TreeEntry) int { return strings.Compare(a.Path, b.Path) })
+	// A directory sorts before what it holds (its path is their prefix);
+	// symlinks come last, so that no file or directory is made through
+	// one (a symlink "a" to /etc and a file "a/passwd" must not write
+	// /etc/passwd).
+	slices.SortFunc(entries, func(a, b TreeEntry) int {
+		if la, lb := a.Type == TreeSymlink, b.Type == TreeSymlink; la != lb {
+			return cmpBool(la, lb)
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
 	for _, e := range entries {
 		if !filepath.IsLocal(filepath.FromSlash(e.Path)) {
 			return missing, fmt.Errorf("populate %q: %w (not a path below the workspace)", e.Path, fs.ErrInvalid)
@@ -127,15 +137,22 @@ func (s *Store) Populate(entries []TreeEntry, data func(Version) ([]byte, error)
 	return missing, s.chmodDirs(entries)
 }
 
+func cmpBool(a, b bool) int {
+	if a {
+		return 1
+	}
+	return -1
+}
+
 // populateOne makes one entry; miss names a file whose bytes are not there.
 func (s *Store) populateOne(e TreeEntry, data func(Version) ([]byte, error)) (miss, err error) {
 	p := filepath.Join(s.rootPath, filepath.FromSlash(e.Path))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := s.realDirs(filepath.Dir(p)); err != nil {
 		return nil, err
 	}
 	switch e.Type {
 	case TreeDir:
-		return nil, os.MkdirAll(p, 0o700) // its bits once it is filled
+		return nil, s.realDirs(p) // its bits once it is filled
 	case TreeSymlink:
 		return nil, os.Symlink(e.Target, p)
 	case TreeFile:
@@ -149,6 +166,30 @@ func (s *Store) populateOne(e TreeEntry, data func(Version) ([]byte, error)) (mi
 		return nil, writeFileSynced(p, b, permOr(e.Perm, 0o644))
 	}
 	return nil, fmt.Errorf("unknown type %q", e.Type)
+}
+
+// realDirs makes dir and its missing parents below the root, refusing to
+// go through a symlink.
+func (s *Store) realDirs(dir string) error {
+	rel, err := filepath.Rel(s.rootPath, dir)
+	if err != nil || rel == "." {
+		return err
+	}
+	p := s.rootPath
+	for _, name := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, name)
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			err = os.Mkdir(p, 0o755)
+		case err == nil && !fi.IsDir():
+			err = fmt.Errorf("%s: %w (not a directory)", p, fs.ErrInvalid)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func permOr(p, def fs.FileMode) fs.FileMode {
@@ -174,8 +215,9 @@ func writeFileSynced(p string, b []byte, perm fs.FileMode) error {
 	return errors.Join(err, f.Close())
 }
 
-// chmodDirs gives the directories their bits, deepest first: a directory
-// without write permission is filled before it gets them.
+// chmodDirs gives the directories their bits, deepest first (they sort
+// before the symlinks, each after its parent): a directory without write
+// permission is filled before it gets them.
 func (s *Store) chmodDirs(entries []TreeEntry) error {
 	for _, e := range slices.Backward(entries) {
 		if e.Type != TreeDir {

@@ -159,3 +159,32 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestPopulateStaysInside: a description whose symlink would lead a later
+// entry out of the workspace makes nothing outside it.
+func TestPopulateStaysInside(t *testing.T) {
+	outside := t.TempDir()
+	dst, err := versionstore.Open(t.TempDir(), filepath.Join(t.TempDir(), "index.db"), versionstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	v := versionstore.Sum([]byte("x"))
+	entries := []versionstore.TreeEntry{
+		{Path: "a", Type: versionstore.TreeSymlink, Target: outside},
+		{Path: "a/b", Type: versionstore.TreeSymlink, Target: "x"},
+		{Path: "a/f", Type: versionstore.TreeFile, Version: v},
+		{Path: "../up", Type: versionstore.TreeFile, Version: v},
+	}
+	for _, e := range entries {
+		dst.Populate([]versionstore.TreeEntry{entries[0], e}, func(versionstore.Version) ([]byte, error) { return []byte("x"), nil })
+		os.RemoveAll(dst.Root())
+		must(t, os.Mkdir(dst.Root(), 0o755))
+	}
+	if names, _ := os.ReadDir(outside); len(names) > 0 {
+		t.Fatalf("populate made %v outside the workspace", names)
+	}
+	if _, err := os.Lstat(filepath.Join(filepath.Dir(dst.Root()), "up")); err == nil {
+		t.Fatal("populate made ../up")
+	}
+}
