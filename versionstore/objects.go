@@ -330,8 +330,9 @@ func fileBytes(tx *bolt.Tx) int64 {
 // frame (the encoder at its fastest level) and the size it decompresses to.
 // It does not decompress them, so it does not check them against v: the
 // reader of the frame must (a replica checks every object it reads back).
+// Nor does it commit the mount's queued versions first: it is for versions
+// a committed journal entry names, whose bytes were committed with it.
 func (s *Store) ObjectFrame(v Version) (z []byte, size int64, err error) {
-	s.flushPending()
 	s.objects.files.RLock()
 	defer s.objects.files.RUnlock()
 	err = s.db.View(func(tx *bolt.Tx) error {

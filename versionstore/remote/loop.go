@@ -90,6 +90,7 @@ func (r *Replicator) drain(bound time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	r.trees.due = true // the workspace as it is left
+	r.draining = true
 	for {
 		err := r.catchUp(ctx)
 		if err == nil {

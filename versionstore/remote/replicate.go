@@ -70,6 +70,7 @@ type Replicator struct {
 	// scrubbed: every object the chain names was read back and checked
 	// (or Options.Scrub is off).
 	scrubbed bool
+	draining bool // Close was called: ship the mount's queued versions too
 
 	mu     sync.Mutex
 	status Status

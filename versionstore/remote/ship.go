@@ -28,7 +28,13 @@ func (r *Replicator) shipOnce(ctx context.Context) (shipped bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	entries, err := r.store.JournalAfter(r.seq, r.opts.MaxEntries)
+	// While the mount runs, what its batches committed; a drain commits
+	// the last batch first.
+	journal := r.store.CommittedJournalAfter
+	if r.draining {
+		journal = r.store.JournalAfter
+	}
+	entries, err := journal(r.seq, r.opts.MaxEntries)
 	if err != nil {
 		return false, err
 	}
