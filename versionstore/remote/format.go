@@ -82,6 +82,7 @@ type tree struct {
 	Seq     uint64                   `json:"seq"`
 	Time    time.Time                `json:"time"`
 	Entries []versionstore.TreeEntry `json:"entries"`
+	body    []byte                   // Entries encoded, to compare with the last shipped
 }
 
 // objectRef is where an object's compressed bytes are: a whole object, or

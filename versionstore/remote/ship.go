@@ -17,30 +17,9 @@ import (
 // segment, then the head (If-Match). It reports whether anything was
 // left to ship.
 func (r *Replicator) shipOnce(ctx context.Context) (shipped bool, err error) {
-	cps, err := r.store.Checkpoints()
-	if err != nil {
+	entries, cps, t, err := r.pending(ctx)
+	if err != nil || len(entries) == 0 && slices.Equal(cps, r.cps) && t == nil {
 		return false, err
-	}
-	if cps == nil {
-		cps = []versionstore.Checkpoint{}
-	}
-	t, err := r.dueTree(ctx, !slices.Equal(cps, r.cps))
-	if err != nil {
-		return false, err
-	}
-	// While the mount runs, what its batches committed; a drain commits
-	// the last batch first.
-	journal := r.store.CommittedJournalAfter
-	if r.draining {
-		journal = r.store.JournalAfter
-	}
-	entries, err := journal(r.seq, r.opts.MaxEntries)
-	if err != nil {
-		return false, err
-	}
-	entries, t = fitTree(entries, t, r.opts.MaxEntries)
-	if len(entries) == 0 && slices.Equal(cps, r.cps) && t == nil {
-		return false, nil
 	}
 	seg := segment{Format: formatName, N: r.n + 1, Prev: r.segKey, Writer: r.opts.Writer,
 		Entries: entries, Checkpoints: cps}
@@ -50,16 +29,14 @@ func (r *Replicator) shipOnce(ctx context.Context) (shipped bool, err error) {
 	if seg.Objects, err = r.shipObjects(ctx, shippable(entries, t)); err != nil {
 		return false, err
 	}
-	if t != nil {
-		if seg.Tree, err = r.putTree(ctx, t); err != nil {
-			return false, err
-		}
-	}
 	seq := r.seq
 	if len(entries) > 0 {
 		seq = entries[len(entries)-1].Seq
 	}
 	if t != nil {
+		if seg.Tree, err = r.putTree(ctx, t); err != nil {
+			return false, err
+		}
 		seq = max(seq, t.Seq)
 	}
 	if err := r.putSegment(ctx, seg, seq); err != nil {
@@ -67,9 +44,37 @@ func (r *Replicator) shipOnce(ctx context.Context) (shipped bool, err error) {
 	}
 	r.cps = cps
 	if t != nil {
-		r.trees.due = false
+		r.trees.body, r.trees.due = t.body, false
 	}
 	return true, nil
+}
+
+// pending is what the next segment holds: the journal entries after the
+// last shipped, the checkpoints, and a tree if one is due.
+func (r *Replicator) pending(ctx context.Context) ([]versionstore.JournalEntry, []versionstore.Checkpoint, *tree, error) {
+	cps, err := r.store.Checkpoints()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if cps == nil {
+		cps = []versionstore.Checkpoint{}
+	}
+	t, err := r.dueTree(ctx, !slices.Equal(cps, r.cps))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// While the mount runs, what its batches committed; a drain commits
+	// the last batch first.
+	journal := r.store.CommittedJournalAfter
+	if r.draining {
+		journal = r.store.JournalAfter
+	}
+	entries, err := journal(r.seq, r.opts.MaxEntries)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	entries, t = fitTree(entries, t, r.opts.MaxEntries)
+	return entries, cps, t, nil
 }
 
 // putSegment writes seg, then the head naming it as shipped through seq.

@@ -24,7 +24,7 @@ type treeState struct {
 	due  bool      // describe the workspace at the next shipment
 	at   time.Time // when it was last described
 	seq  uint64    // the journal's end then
-	body []byte    // the encoded entries of the tree being shipped
+	body []byte    // the encoded entries of the last tree shipped
 }
 
 // dueTree describes the workspace if a tree is due: asked for (start,
@@ -32,7 +32,10 @@ type treeState struct {
 // grown since. It is nil if none is due or the workspace is as the newest
 // shipped tree describes it.
 func (r *Replicator) dueTree(ctx context.Context, cpsChanged bool) (*tree, error) {
-	if !r.trees.due && !cpsChanged && !r.intervalTree() {
+	if cpsChanged || r.intervalTree() {
+		r.trees.due = true // until a segment holds it
+	}
+	if !r.trees.due {
 		return nil, nil
 	}
 	entries, seq, err := r.store.Tree(ctx)
@@ -52,7 +55,7 @@ func (r *Replicator) dueTree(ctx context.Context, cpsChanged bool) (*tree, error
 		r.trees.due = false
 		return nil, nil // as the last shipped says
 	}
-	r.trees.body = body
+	t.body = body
 	return t, nil
 }
 
