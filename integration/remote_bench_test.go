@@ -26,29 +26,42 @@ func BenchmarkExtractRemote(b *testing.B) {
 	srv.Setenv(b)
 	tree := filepath.Join(b.TempDir(), "tree.tar")
 	must(b, makeTree(tree, extractFiles, extractFiles/50, func(*rand.Rand) int { return 2048 }))
-	base := os.Getenv("DSHFS_BENCH_BASE_BIN")
+	runs := []extractRun{{"without", dshfsBin, ""}, {"with --remote", dshfsBin, "s3://hist/bench%d"}}
+	if base := os.Getenv("DSHFS_BENCH_BASE_BIN"); base != "" {
+		runs = append(runs, extractRun{"the base binary with --remote", base, "s3://hist/base%d"})
+	}
 	for b.Loop() {
-		var ratios, baseRatios []float64
+		ratios := make([][]float64, len(runs))
 		for round := range benchRounds(b) {
-			plain := extractOnce(b, dshfsBin, tree, "")
-			remote := extractOnce(b, dshfsBin, tree, fmt.Sprintf("s3://hist/bench%d", round))
-			ratios = append(ratios, remote.Seconds()/plain.Seconds())
-			line := fmt.Sprintf("round %d: without %v, with --remote %v (%.2f×)", round, plain, remote, remote.Seconds()/plain.Seconds())
-			if base != "" {
-				old := extractOnce(b, base, tree, fmt.Sprintf("s3://hist/base%d", round))
-				baseRatios = append(baseRatios, old.Seconds()/plain.Seconds())
-				line += fmt.Sprintf(", the base binary with --remote %v (%.2f×)", old, old.Seconds()/plain.Seconds())
+			took := make([]time.Duration, len(runs))
+			for i := range runs { // each round starts with the next run: load drifts
+				k := (round + i) % len(runs)
+				url := runs[k].url
+				if url != "" {
+					url = fmt.Sprintf(url, round)
+				}
+				took[k] = extractOnce(b, runs[k].bin, tree, url)
+			}
+			line := fmt.Sprintf("round %d: %s %v", round, runs[0].name, took[0])
+			for k := 1; k < len(runs); k++ {
+				r := took[k].Seconds() / took[0].Seconds()
+				ratios[k] = append(ratios[k], r)
+				line += fmt.Sprintf(", %s %v (%.2f×)", runs[k].name, took[k], r)
 			}
 			b.Log(line)
 		}
-		b.ReportMetric(median(ratios), "remote/plain")
-		if base != "" {
-			b.ReportMetric(median(baseRatios), "base/plain")
+		b.ReportMetric(median(ratios[1]), "remote/plain")
+		if len(runs) > 2 {
+			b.ReportMetric(median(ratios[2]), "base/plain")
 		}
 		objs, _ := filepath.Glob(filepath.Join(srv.Dir, "hist", "bench0", "*", "*"))
 		b.ReportMetric(float64(len(objs)), "bucket-objects")
 	}
 }
+
+// extractRun is one way of mounting: the binary, and the --remote URL
+// (a format taking the round) unless "".
+type extractRun struct{ name, bin, url string }
 
 // extractOnce mounts fresh directories (with --remote url unless ""),
 // times tar -xf tree in the mount, and unmounts.
