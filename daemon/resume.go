@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/dshfs/dshfs/versionstore"
@@ -101,6 +102,9 @@ func (m *mount) materialise(ctx context.Context, loc remote.Location) (int, erro
 	if err != nil {
 		return 0, err
 	}
+	if err := hasCheckpoint(hist.Checkpoints, m.cfg.At); err != nil {
+		return 0, err // before anything is made
+	}
 	objs, damaged, err := hist.Objects(ctx)
 	if err != nil {
 		return 0, err
@@ -125,4 +129,19 @@ func (m *mount) materialise(ctx context.Context, loc remote.Location) (int, erro
 		m.log.Warn("a file's bytes are not in the bucket; it is left out", "err", miss)
 	}
 	return len(ws) - len(missing), err
+}
+
+// hasCheckpoint refuses a --at that names no checkpoint of cps.
+func hasCheckpoint(cps []versionstore.Checkpoint, name string) error {
+	if name == "" {
+		return nil
+	}
+	var names []string
+	for _, cp := range cps {
+		if cp.Name == name {
+			return nil
+		}
+		names = append(names, cp.Name)
+	}
+	return fmt.Errorf("no checkpoint %q in that history (it has: %s); dshfs checkpoints --remote lists them", name, strings.Join(names, ", "))
 }

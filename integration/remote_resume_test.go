@@ -133,6 +133,16 @@ func TestRemoteResumeElsewhere(t *testing.T) {
 		t.Fatalf("the bucket's history does not go on (exit %d):\n%s", code, remoteLog)
 	}
 
+	// A checkpoint the history does not have: refused before anything is made.
+	n := &remoteMount{t: t, backing: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt"), state: t.TempDir()}
+	t.Cleanup(func() { dshfs(t, n.state, "unmount", n.mnt) })
+	if out := n.run(3, "mount", "--from", url, "--at", "nosuch", n.backing, n.mnt); !strings.Contains(out, `no checkpoint "nosuch" in that history (it has: `) {
+		t.Fatalf("--at nosuch: %s", out)
+	}
+	if names, _ := os.ReadDir(n.backing); len(names) > 0 {
+		t.Fatalf("a refused --at made %v", names)
+	}
+
 	// A fork: the checkpoint's workspace, its history going on elsewhere.
 	const fork = "s3://hist/team/ws1-fork"
 	f := resumeMount(t, url, "--at", "start", "--remote", fork)
