@@ -188,3 +188,31 @@ func TestPopulateStaysInside(t *testing.T) {
 		t.Fatal("populate made ../up")
 	}
 }
+
+// TestScrubReportsWhatItCannotSend: a damaged object whose bytes the store
+// no longer keeps is named in the status, not sent.
+func TestScrubReportsWhatItCannotSend(t *testing.T) {
+	f := newFixture(t)
+	v := f.write("a.txt", strings.Repeat("kept only there\n", 100))
+	r := f.start(f.bucket(), "w1")
+	f.caughtUp(r)
+	must(t, r.Close(30*time.Second))
+	packs, _ := filepath.Glob(filepath.Join(f.server.Dir, testBucket, f.loc.Prefix, "packs", "*"))
+	if len(packs) != 1 {
+		t.Fatalf("packs on the server: %v", packs)
+	}
+	flipByte(t, packs[0])
+	// The same journal, none of the bytes.
+	bare, err := versionstore.Open(t.TempDir(), filepath.Join(t.TempDir(), "index.db"), versionstore.Options{})
+	must(t, err)
+	defer bare.Close()
+	entries, _ := f.store.JournalAfter(0, 0)
+	must(t, bare.ImportHistory(entries, nil, nil))
+	again, err := Start(context.Background(), bare, f.bucket(), Options{Writer: "w1", Interval: 20 * time.Millisecond, Scrub: true})
+	must(t, err)
+	must(t, again.Close(30*time.Second))
+	st := again.Status()
+	if len(st.Damaged) != 1 || !strings.Contains(st.Damaged[0], v.Short()) || !strings.Contains(st.Damaged[0], "packs/") {
+		t.Fatalf("status after the scrub: %+v, want %s named", st, v.Short())
+	}
+}
