@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshfs/dshfs/internal/s3test"
 	"github.com/dshfs/dshfs/versionstore"
 )
 
@@ -214,5 +215,35 @@ func TestScrubReportsWhatItCannotSend(t *testing.T) {
 	st := again.Status()
 	if len(st.Damaged) != 1 || !strings.Contains(st.Damaged[0], v.Short()) || !strings.Contains(st.Damaged[0], "packs/") {
 		t.Fatalf("status after the scrub: %+v, want %s named", st, v.Short())
+	}
+}
+
+// TestTreeAgainOnceIndexed: files that were there before dshfs looked are
+// in the first tree without a version; once the workspace is indexed the
+// next tree names their versions, and their bytes are in the bucket,
+// though the journal did not grow.
+func TestTreeAgainOnceIndexed(t *testing.T) {
+	f := newFixture(t)
+	must(t, os.WriteFile(filepath.Join(f.store.Root(), "before.txt"), []byte("there before dshfs\n"), 0o644))
+	r, err := Start(context.Background(), f.store, f.bucket(), Options{Writer: "w1", Interval: 20 * time.Millisecond, TreeInterval: 50 * time.Millisecond})
+	must(t, err)
+	defer r.Close(30 * time.Second)
+	first := s3test.WaitFor(context.Background(), 30*time.Second, func() bool { return r.Status().Segments >= 1 })
+	must(t, first)
+	if _, err := f.store.Sync(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	v := versionstore.Sum([]byte("there before dshfs\n"))
+	err = s3test.WaitFor(context.Background(), 30*time.Second, func() bool {
+		h, err := Fetch(context.Background(), f.bucket())
+		return err == nil && h.Has(v)
+	})
+	if err != nil {
+		t.Fatalf("the bytes of a file indexed after the first tree never reached the bucket: %v", err)
+	}
+	ws, err := f.fetch().Workspace(context.Background())
+	must(t, err)
+	if len(ws) != 1 || ws[0].Version != v {
+		t.Fatalf("workspace from the bucket: %+v", ws)
 	}
 }

@@ -25,6 +25,9 @@ type treeState struct {
 	at   time.Time // when it was last described
 	seq  uint64    // the journal's end then
 	body []byte    // the encoded entries of the last tree shipped
+	// partial: the last tree had files whose version the index did not
+	// know yet (the workspace not indexed): describe it again.
+	partial bool
 }
 
 // dueTree describes the workspace if a tree is due: asked for (start,
@@ -50,7 +53,7 @@ func (r *Replicator) dueTree(ctx context.Context, cpsChanged bool) (*tree, error
 	if err != nil {
 		return nil, err
 	}
-	r.trees.at, r.trees.seq = time.Now(), seq
+	r.trees.at, r.trees.seq, r.trees.partial = time.Now(), seq, partial(entries)
 	if r.trees.body != nil && bytes.Equal(body, r.trees.body) {
 		r.trees.due = false
 		return nil, nil // as the last shipped says
@@ -59,11 +62,24 @@ func (r *Replicator) dueTree(ctx context.Context, cpsChanged bool) (*tree, error
 	return t, nil
 }
 
+// partial reports whether a file of entries has no version yet.
+func partial(entries []versionstore.TreeEntry) bool {
+	for _, e := range entries {
+		if e.Type == versionstore.TreeFile && e.Version.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
 // intervalTree reports whether the interval has passed since the last tree
-// and the journal grew meanwhile.
+// and the journal grew meanwhile, or that tree lacked versions.
 func (r *Replicator) intervalTree() bool {
 	if time.Since(r.trees.at) < r.opts.TreeInterval {
 		return false
+	}
+	if r.trees.partial {
+		return true
 	}
 	seq, err := r.store.JournalSeq()
 	return err == nil && seq != r.trees.seq
