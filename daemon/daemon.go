@@ -48,6 +48,11 @@ type Config struct {
 
 	Remote         string // s3://BUCKET/PREFIX the history is replicated to; "": none
 	RemoteTakeover bool   // take the prefix from the dshfs that replicates to it
+	// From builds the workspace in the empty backing directory from the
+	// history replicated at s3://BUCKET/PREFIX first, as of checkpoint At
+	// if set (else its newest version); the history goes on at Remote, at
+	// From if Remote is "".
+	From, At string
 
 	Version string // the build, as the mount's record and MCP sessions name it
 }

@@ -45,7 +45,7 @@ func (m *mount) startRemote() (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := remote.Start(ctx, m.store, b, remote.Options{Writer: writer, Takeover: m.cfg.RemoteTakeover, Logger: m.log})
+	r, err := remote.Start(ctx, m.store, b, remote.Options{Writer: writer, Takeover: m.cfg.RemoteTakeover, Logger: m.log, Scrub: true})
 	if errors.Is(err, remote.ErrTaken) {
 		return nil, fmt.Errorf("%w; --remote-takeover takes it over and stops the other one's replication", err)
 	}
@@ -56,6 +56,9 @@ func (m *mount) startRemote() (func(), error) {
 		return nil, err
 	}
 	m.remote = r
+	// Files dshfs has not seen change are in the replica's trees only once
+	// the index knows their versions and the store keeps their bytes.
+	m.cfg.Baseline = true
 	m.log.Info("replicating the history", "remote", loc.String(), "writer", writer)
 	return func() {
 		if err := r.Close(remoteDrainTimeout); err != nil {

@@ -141,6 +141,10 @@ func (m *mount) start(umask os.FileMode) (func(), error) {
 		return nil, err
 	}
 	m.store = store
+	if err := m.resume(); err != nil {
+		store.Close()
+		return nil, err
+	}
 	// A prefix another dshfs replicates to is refused before the mount.
 	stopRemote, err := m.startRemote()
 	if err != nil {
@@ -173,8 +177,13 @@ func (m *mount) openStore(umask os.FileMode) (*versionstore.Store, error) {
 	return versionstore.Open(m.cfg.Backing, filepath.Join(m.cfg.StateDir, "index.db"), versionstore.Options{
 		Umask:      &umask,
 		AliasRoots: []string{m.cfg.MountPoint},
-		OnPublish:  func(key string) { m.fsys.Invalidate(key) },
-		Logger:     m.log,
+		// Before the mount (a --from's rewind) there is nothing to invalidate.
+		OnPublish: func(key string) {
+			if m.fsys != nil {
+				m.fsys.Invalidate(key)
+			}
+		},
+		Logger: m.log,
 
 		CaptureMaxBytes: m.cfg.KeepMaxBytes,
 		RetainBytes:     m.cfg.RetainBytes,

@@ -72,6 +72,8 @@ func TestRemoteReviewWithoutTheMachine(t *testing.T) {
 		"log":         m.run(0, "log", "--mount", m.mnt, "--all"),
 		"diff":        m.run(0, "diff", "--mount", m.mnt, "--since", "start"),
 		"checkpoints": m.run(0, "checkpoints", "--mount", m.mnt),
+		"history":     m.run(0, "log", "--mount", m.mnt, filepath.Join(m.mnt, "a.txt")),
+		"renamed":     m.run(0, "log", "--mount", m.mnt, "--all", filepath.Join(m.mnt, "src/y.go")),
 	}
 	var changes []versionstore.Change
 	if err := json.Unmarshal([]byte(m.run(0, "log", "--mount", m.mnt, "--all", "--json")), &changes); err != nil {
@@ -101,6 +103,8 @@ func TestRemoteReviewWithoutTheMachine(t *testing.T) {
 		"diff":        {"diff", "--remote", url, "--since", "start"},
 		"checkpoints": {"checkpoints", "--remote", url},
 		"show":        {"show", "--remote", url, "a.txt@" + edited.String()[:10]},
+		"history":     {"log", "--remote", url, "a.txt"},
+		"renamed":     {"log", "--remote", url, "--all", "src/y.go"},
 	} {
 		out, code := dshfs(t, none, args...)
 		if code != 0 {
@@ -113,7 +117,7 @@ func TestRemoteReviewWithoutTheMachine(t *testing.T) {
 			t.Errorf("%s from the bucket differs from the daemon's:\n--- daemon\n%s\n--- bucket\n%s", name, local[name], remote[name])
 		}
 	}
-	if local["show"] != "one\nTWO\n" || !strings.Contains(local["diff"], "src/y.go") {
+	if local["show"] != "one\nTWO\n" || !strings.Contains(local["diff"], "src/y.go") || !strings.Contains(local["history"], `tool, actor "agent"`) {
 		t.Fatalf("the session is not what was done:\n%s\n%s", local["show"], local["diff"])
 	}
 }

@@ -325,3 +325,42 @@ func fileBytes(tx *bolt.Tx) int64 {
 	})
 	return n
 }
+
+// ObjectFrame returns the stored bytes of v as they are kept: one zstd
+// frame (the encoder at its fastest level) and the size it decompresses to.
+// It does not decompress them, so it does not check them against v: the
+// reader of the frame must (a replica checks every object it reads back).
+// Nor does it commit the mount's queued versions first: it is for versions
+// a committed journal entry names, whose bytes were committed with it.
+func (s *Store) ObjectFrame(v Version) (z []byte, size int64, err error) {
+	s.objects.files.RLock()
+	defer s.objects.files.RUnlock()
+	err = s.db.View(func(tx *bolt.Tx) error {
+		z, size, err = s.objects.frame(tx, v)
+		return err
+	})
+	return z, size, err
+}
+
+// frame is the compressed bytes of v, copied out of the transaction.
+func (o *objectStore) frame(tx *bolt.Tx, v Version) ([]byte, int64, error) {
+	value := tx.Bucket(bucketObjects).Get(v[:])
+	if value == nil {
+		return nil, 0, fmt.Errorf("%s: %w", v, ErrNotKept)
+	}
+	if len(value) < objHeader {
+		return nil, 0, fmt.Errorf("%s: %w (short header)", v, ErrCorrupt)
+	}
+	size := int64(binary.BigEndian.Uint64(value[9:]))
+	switch value[0] {
+	case objInline:
+		return append([]byte(nil), value[objHeader:]...), size, nil
+	case objFile:
+		z, err := readObjectFile(o.path(v))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, 0, fmt.Errorf("%s: %w (its file is gone)", v, ErrNotKept)
+		}
+		return z, size, err
+	}
+	return nil, 0, fmt.Errorf("%s: %w (unknown format %q)", v, ErrCorrupt, value[0])
+}

@@ -23,6 +23,15 @@ var ErrNotEmpty = errors.New("the journal is not empty")
 // limit of them (0: all).
 func (s *Store) JournalAfter(seq uint64, limit int) ([]JournalEntry, error) {
 	s.flushPending()
+	return s.CommittedJournalAfter(seq, limit)
+}
+
+// CommittedJournalAfter is JournalAfter without committing the mount's
+// queued versions first: the entries committed now. A replica that reads
+// it follows the mount's own commits (a batch at most every
+// DefaultMountBatchInterval) instead of forcing smaller ones, each a
+// transaction and a sync, while the mount is busy.
+func (s *Store) CommittedJournalAfter(seq uint64, limit int) ([]JournalEntry, error) {
 	var out []JournalEntry
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketJournal).Cursor()

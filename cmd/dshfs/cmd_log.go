@@ -159,11 +159,16 @@ func printChanges(w io.Writer, changes []unixsocket.Change) {
 
 // runHistory prints one file's newest versions, limit of them (0: all).
 func runHistory(ctx context.Context, client *unixsocket.Client, path string, o logOptions) error {
-	asJSON, limit := o.JSON, o.limit()
 	h, err := client.History(ctx, "", path)
 	if err != nil {
 		return daemonError(err)
 	}
+	return printVersions(h, path, o)
+}
+
+// printVersions prints a file's versions h as o asks.
+func printVersions(h []unixsocket.HistoryEntry, path string, o logOptions) error {
+	asJSON, limit := o.JSON, o.limit()
 	h = keepWriter(h, o.Writer, func(e unixsocket.HistoryEntry) versionstore.Writer { return e.Writer })
 	if older := len(h) - limit; limit > 0 && older > 0 {
 		h = h[:limit]

@@ -7,6 +7,7 @@ import (
 	"github.com/dshfs/dshfs/internal/quote"
 	"github.com/dshfs/dshfs/toolapi"
 	"github.com/dshfs/dshfs/versionstore"
+	"github.com/dshfs/dshfs/versionstore/remote"
 	"github.com/urfave/cli/v2"
 )
 
@@ -62,6 +63,9 @@ func runMount(o mountOptions, backing, mountpoint string) error {
 	if err := daemon.CheckBacking(o.Backing); err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
+	if err := checkFrom(o); err != nil {
+		return err
+	}
 	mp, err := prepareMountPoint(o.Backing, mountpoint, o.NonEmpty)
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)
@@ -78,6 +82,24 @@ func runMount(o mountOptions, backing, mountpoint string) error {
 		mp.Unmake()
 	}
 	return err
+}
+
+// checkFrom refuses --at without --from, and --from into a backing
+// directory that holds files.
+func checkFrom(o mountOptions) error {
+	if o.From == "" {
+		if o.At != "" {
+			return cli.Exit("--at names a checkpoint of the history --from resumes; give --from s3://BUCKET/PREFIX too", exitUsage)
+		}
+		return nil
+	}
+	if _, err := remote.ParseLocation(o.From); err != nil {
+		return cli.Exit(err.Error()+"; give --from s3://BUCKET/PREFIX", exitUsage)
+	}
+	if err := daemon.CheckResumeBacking(o.Backing); err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	return nil
 }
 
 // prepareMountPoint is daemon.PrepareMountPoint, saying when it replaced a
@@ -147,6 +169,8 @@ func mountFlags(o *mountOptions) []cli.Flag {
 		&cli.DurationFlag{Name: "retain-age", Usage: "drop kept bytes older than this, unless current or checkpointed", Value: versionstore.DefaultRetainAge, Destination: &o.RetainAge},
 		&cli.DurationFlag{Name: "forget-actors-after", Usage: "forget what an actor observed once it has been idle this long (it reads again before editing)", Value: daemon.DefaultForgetActors, Destination: &o.ForgetActors},
 		&cli.StringFlag{Name: "remote", Usage: "replicate the history (every kept version, the journal, the checkpoints) to s3://BUCKET/PREFIX; endpoint and credentials come from the AWS configuration (AWS_ENDPOINT_URL_S3, AWS_PROFILE, ...)", Destination: &o.Remote},
+		&cli.StringFlag{Name: "from", Usage: "first build the workspace in the empty BACKING from the history replicated at s3://BUCKET/PREFIX (its files, modes, directories and symlinks as of its newest version), import that history, and go on with it there (fencing the dshfs that replicated it) or at --remote", Destination: &o.From},
+		&cli.StringFlag{Name: "at", Usage: "with --from: rewind the workspace built to this checkpoint of the history", Destination: &o.At},
 		&cli.BoolFlag{Name: "remote-takeover", Usage: "replicate to --remote's prefix even though another dshfs does, stopping that one's replication", Destination: &o.RemoteTakeover},
 		&cli.Int64Flag{Name: "max-image-bytes", Usage: "largest file read_image returns", Value: toolapi.DefaultMaxImageBytes, DefaultText: humanBytes(toolapi.DefaultMaxImageBytes), Destination: &o.MaxImageBytes},
 	}

@@ -104,6 +104,10 @@ func runRemoteLog(c *cli.Context, o logOptions, paths []string) error {
 		return err
 	}
 	defer r.Close()
+	if len(paths) == 1 && o.Since == "" {
+		path := strings.TrimPrefix(filepath.ToSlash(filepath.Clean(paths[0])), "./")
+		return printVersions(r.hist.PathHistory(path), paths[0], o)
+	}
 	o.Paths = paths
 	return runChanges(c.Context, func(ctx context.Context, q toolapi.SessionQuery) ([]versionstore.Change, error) {
 		return r.svc.Log(ctx, q)
@@ -206,6 +210,9 @@ func remoteText(mnt string, r *remote.Status) string {
 	s := fmt.Sprintf("%s: history replicated to %s, journal shipped through entry %d of %d", quote.Name(mnt), r.Remote, r.ShippedSeq, r.LocalSeq)
 	if r.Lag > 0 {
 		s += fmt.Sprintf(", %s behind", r.Lag.Round(time.Millisecond))
+	}
+	if n := len(r.Damaged); n > 0 {
+		s += fmt.Sprintf("; %d objects in the bucket are damaged and no longer kept here to send again (%s)", n, quote.Text(strings.Join(r.Damaged, ", ")))
 	}
 	switch {
 	case r.Fenced:

@@ -9,6 +9,7 @@ import (
 
 	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/dshfs/dshfs/versionstore"
+	"github.com/dshfs/dshfs/versionstore/remote"
 )
 
 // stdoutOf returns what fn prints to standard output.
@@ -55,6 +56,20 @@ func TestStatusReportsSalvage(t *testing.T) {
 		out := stdoutOf(t, func() error { return printStatus([]statusEntry{e}) })
 		if !strings.Contains(out, c.want+"\n") {
 			t.Errorf("status:\n%s\nwant a line %q", out, c.want)
+		}
+	}
+}
+
+// A replica's status says how far it is, and names the objects in the
+// bucket that are damaged and can no longer be sent again.
+func TestRemoteTextNamesDamaged(t *testing.T) {
+	st := &remote.Status{Remote: "s3://b/ws", ShippedSeq: 7, LocalSeq: 9, Lag: 1500 * time.Millisecond,
+		Damaged: []string{"b3:1f2e3d4c5b6a in packs/9c"}}
+	got := remoteText("/mnt", st)
+	for _, want := range []string{"history replicated to s3://b/ws, journal shipped through entry 7 of 9, 1.5s behind",
+		"1 objects in the bucket are damaged and no longer kept here to send again (b3:1f2e3d4c5b6a in packs/9c)"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("status %q lacks %q", got, want)
 		}
 	}
 }

@@ -21,6 +21,7 @@ type History struct {
 	Checkpoints []versionstore.Checkpoint
 	Segments    int
 	refs        map[versionstore.Version]objectRef
+	tree        *treeRef // the newest
 	b           *Bucket
 	codec       *codec
 }
@@ -60,6 +61,9 @@ func Fetch(ctx context.Context, b *Bucket) (*History, error) {
 			out.refs[v] = ref
 		}
 		out.Checkpoints = s.Checkpoints
+		if s.Tree != nil {
+			out.tree = s.Tree
+		}
 	}
 	return out, nil
 }
@@ -138,4 +142,28 @@ func (h *History) Objects(ctx context.Context) (objs map[versionstore.Version][]
 		}
 	}
 	return objs, damaged, nil
+}
+
+// PathHistory is the versions of path the journal names, newest first, as
+// the daemon shows a file renamed through the mount: its versions since it
+// arrived at path, the rename one of them, a deletion one too. Versions a
+// path had before dshfs saw it change (a first sighting) are in no journal
+// entry, so not here; nor, for a file of a renamed directory, those it had
+// at its old path.
+func (h *History) PathHistory(path string) []versionstore.HistoryEntry {
+	var out []versionstore.HistoryEntry
+	for i := len(h.Entries) - 1; i >= 0; i-- {
+		e := h.Entries[i]
+		if e.Path != path || e.To != "" {
+			continue // another path, or the half of a rename that left
+		}
+		he := versionstore.HistoryEntry{Version: e.Version, Size: e.Size, Time: e.Time, Writer: e.Writer, Deleted: e.Version.IsZero()}
+		if he.Kept = h.Has(e.Version); !he.Kept && !he.Deleted {
+			he.NotKept = "not in the bucket"
+		}
+		if out = append(out, he); e.From != "" {
+			break // it arrived here
+		}
+	}
+	return out
 }

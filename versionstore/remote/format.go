@@ -7,6 +7,7 @@
 //	journal/<n 12 digits>-<writer>.json   immutable segments, each naming the one before
 //	packs/<blake3 hex>             small objects, zstd frames one after another
 //	objects/<2 hex>/<62 hex>       a large object, one zstd frame, keyed by its version
+//	trees/<blake3 hex>             the workspace's shape (directories, symlinks, modes), a zstd frame of JSON
 //
 // It reads the store through its exported methods only and writes nothing
 // into the workspace; what a person reads about it is worded by cmd/dshfs.
@@ -61,6 +62,27 @@ type segment struct {
 	Entries     []versionstore.JournalEntry        `json:"entries"`
 	Checkpoints []versionstore.Checkpoint          `json:"checkpoints"`
 	Objects     map[versionstore.Version]objectRef `json:"objects,omitempty"`
+	// Tree, if set, describes the workspace at journal entry Tree.Seq.
+	Tree *treeRef `json:"tree,omitempty"`
+}
+
+// treeRef is where a tree description is: one zstd frame of JSON whose
+// BLAKE3 is the key's name.
+type treeRef struct {
+	Key  string `json:"key"`
+	Seq  uint64 `json:"seq"`
+	Len  int64  `json:"len"`
+	Size int64  `json:"size"` // uncompressed
+}
+
+// tree is the workspace's shape at journal entry Seq: every directory,
+// symlink and file, the files with their version.
+type tree struct {
+	Format  string                   `json:"format"`
+	Seq     uint64                   `json:"seq"`
+	Time    time.Time                `json:"time"`
+	Entries []versionstore.TreeEntry `json:"entries"`
+	body    []byte                   // Entries encoded, to compare with the last shipped
 }
 
 // objectRef is where an object's compressed bytes are: a whole object, or
@@ -79,6 +101,11 @@ func segmentKey(n uint64, writer string) string {
 func objectKey(v versionstore.Version) string {
 	h := hex.EncodeToString(v[:])
 	return "objects/" + h[:2] + "/" + h[2:]
+}
+
+func treeKey(data []byte) string {
+	sum := blake3.Sum256(data)
+	return "trees/" + hex.EncodeToString(sum[:])
 }
 
 func packKey(data []byte) string {

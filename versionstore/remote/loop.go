@@ -44,6 +44,13 @@ func (r *Replicator) run() {
 
 // catchUp ships until nothing is left, and notes how it went.
 func (r *Replicator) catchUp(ctx context.Context) error {
+	if !r.scrubbed {
+		err := r.scrub(ctx)
+		r.note(err)
+		if err != nil {
+			return err
+		}
+	}
 	for {
 		more, err := r.shipOnce(ctx)
 		r.note(err)
@@ -82,6 +89,8 @@ func (r *Replicator) note(err error) {
 func (r *Replicator) drain(bound time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
+	r.trees.due = true // the workspace as it is left
+	r.draining = true
 	for {
 		err := r.catchUp(ctx)
 		if err == nil {

@@ -24,7 +24,15 @@ type Options struct {
 	Interval time.Duration
 	// MaxEntries bounds a segment (default 10,000 journal entries).
 	MaxEntries int
-	Logger     *slog.Logger
+	// TreeInterval is how often, at most, the workspace's shape is
+	// described while the journal grows (default 30 s); it is also
+	// described at each new checkpoint and when the replicator stops.
+	TreeInterval time.Duration
+	// Scrub reads back every object the bucket holds before shipping more,
+	// checks it against its version, and sends again from the store the
+	// damaged or missing ones it still keeps.
+	Scrub  bool
+	Logger *slog.Logger
 }
 
 // Status is how far the replica is.
@@ -35,6 +43,9 @@ type Status struct {
 	Error      string    `json:"error,omitempty"`
 	ErrorSince time.Time `json:"error_since,omitzero"`
 	Fenced     bool      `json:"fenced,omitempty"`
+	// Damaged names the objects in the bucket that failed their check and
+	// whose bytes the store no longer keeps to send again.
+	Damaged []string `json:"damaged,omitempty"`
 	// LocalSeq is the journal's last entry; Lag is how long the oldest
 	// entry not shipped has waited (zero when the replica is current).
 	LocalSeq uint64        `json:"local_seq"`
@@ -54,7 +65,12 @@ type Replicator struct {
 	segKey  string
 	seq     uint64
 	cps     []versionstore.Checkpoint
-	shipped map[versionstore.Version]bool
+	shipped map[versionstore.Version]objectRef // where the chain has each object
+	trees   treeState
+	// scrubbed: every object the chain names was read back and checked
+	// (or Options.Scrub is off).
+	scrubbed bool
+	draining bool // Close was called: ship the mount's queued versions too
 
 	mu     sync.Mutex
 	status Status
@@ -73,6 +89,9 @@ func Start(ctx context.Context, store *versionstore.Store, b *Bucket, opts Optio
 	if opts.MaxEntries <= 0 {
 		opts.MaxEntries = 10000
 	}
+	if opts.TreeInterval <= 0 {
+		opts.TreeInterval = 30 * time.Second
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -80,7 +99,8 @@ func Start(ctx context.Context, store *versionstore.Store, b *Bucket, opts Optio
 	if err != nil {
 		return nil, err
 	}
-	r := &Replicator{store: store, b: b, opts: opts, codec: c, shipped: map[versionstore.Version]bool{},
+	r := &Replicator{store: store, b: b, opts: opts, codec: c, shipped: map[versionstore.Version]objectRef{},
+		scrubbed: !opts.Scrub, trees: treeState{due: true},
 		stop: make(chan time.Duration), done: make(chan error, 1)}
 	if err := r.claim(ctx); err != nil {
 		return nil, err
@@ -151,8 +171,8 @@ func (r *Replicator) loadShipped(ctx context.Context) error {
 		return err
 	}
 	for _, s := range segs {
-		for v := range s.Objects {
-			r.shipped[v] = true
+		for v, ref := range s.Objects {
+			r.shipped[v] = ref
 		}
 		r.cps = s.Checkpoints
 	}
