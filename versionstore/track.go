@@ -144,13 +144,15 @@ func (s *Store) noteVersion(key string, fp fingerprint, v Version, at time.Time,
 }
 
 // indexAgrees reports whether the index already holds v with fingerprint fp.
+// A publish's fingerprint not yet settled counts (matchesRecord).
 func (s *Store) indexAgrees(key string, fp fingerprint, v Version) (agrees bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
-		r, found, err := getRecord(tx, key)
-		agrees = found && r.Version == v && r.FP == fp
+	var r record
+	var found bool
+	err = s.db.View(func(tx *bolt.Tx) (err error) {
+		r, found, err = getRecord(tx, key)
 		return err
 	})
-	return agrees, err
+	return err == nil && found && r.Version == v && s.matchesRecord(key, r, fp), err
 }
 
 // noteAbsent records that key was found missing, if the index thought otherwise.
