@@ -2,6 +2,7 @@ package versionstore
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -334,8 +335,13 @@ func swapRoot(k, a, b string) (string, bool) {
 
 // History returns the versions of key, newest first, each marked with
 // whether its bytes are kept. It reads the index only: Look first brings
-// key's entry up to date with its file.
+// key's entry up to date with its file. A file being written through the
+// mount is waited for, up to writerGrace, as a tool's change is: its last
+// writer's release commits its version (with kernel passthrough, the only
+// commit), and the kernel sends it after close(2) has returned, so the
+// history of a file a shell command just wrote would miss it.
 func (s *Store) History(key string) ([]HistoryEntry, error) {
+	s.mount.awaitWriters(context.Background(), key)
 	s.flushPending()
 	var out []HistoryEntry
 	err := s.db.View(func(tx *bolt.Tx) (err error) {
