@@ -276,9 +276,17 @@ func TestShellWritesAreTheSessionsActors(t *testing.T) {
 	client := unixsocket.NewClient(socket[0])
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// The history waits up to 250 ms for the shell's release, which
+	// commits its write and which the kernel sends after the shell exited;
+	// a loaded machine may send it later still.
 	writer := func(file string) versionstore.Writer {
 		t.Helper()
-		h, err := client.History(ctx, "", filepath.Join(mnt, file))
+		var h []versionstore.HistoryEntry
+		var err error
+		testfuse.WaitFor(10*time.Second, func() bool {
+			h, err = client.History(ctx, "", filepath.Join(mnt, file))
+			return err != nil || len(h) > 0
+		})
 		if err != nil || len(h) == 0 {
 			t.Fatalf("history of %s: %+v, %v", file, h, err)
 		}

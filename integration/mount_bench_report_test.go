@@ -13,8 +13,9 @@ import (
 )
 
 // report is BenchmarkMount's printout: times, ratios, daemon CPU,
-// requests, and the goals of issue 14, each judged on a ratio or a count
-// from this run.
+// requests, and the mount's performance goals (extraction near the C
+// loopback, warm reads, writes and walks near native), each judged on a
+// ratio or a count from this run.
 func report(fx *fixtures, res results, counts requests) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\nBenchmarkMount: medians of %d rounds, systems in rotated order each round.\n", len(res[sysNative][wExtract]))
@@ -25,7 +26,7 @@ func report(fx *fixtures, res results, counts requests) string {
 	section(&sb, "Daemon CPU (utime+stime, s; settled after each workload)", func(w io.Writer) { cpuTable(w, res) })
 	section(&sb, "FUSE requests (separate untimed pass with request logging)", func(w io.Writer) { requestsTable(w, counts) })
 	section(&sb, "Requests per extracted file, by opcode", func(w io.Writer) { opcodeTable(w, counts) })
-	section(&sb, "Goals (issue 14)", func(w io.Writer) { goalsTable(w, res, counts) })
+	section(&sb, "Goals: near the C loopback and native (limits on this run's ratios and counts)", func(w io.Writer) { goalsTable(w, res, counts) })
 	return sb.String()
 }
 
@@ -119,7 +120,7 @@ func opcodeTable(w io.Writer, counts requests) {
 	}
 }
 
-// A goal of issue 14: got must not exceed limit.
+// A performance goal of the mount: got must not exceed limit.
 type goal struct {
 	what       string
 	got, limit float64

@@ -55,6 +55,34 @@ func (m *remoteMount) sh(script string) {
 	}
 }
 
+// waitLogged waits, up to 10 s, until the workspace's log holds a change
+// of path to content, and returns the log (--all --json). A shell's write
+// is committed by its release, which the kernel sends after the shell
+// exited: the log waits 250 ms for it, and a loaded machine may send it
+// later still.
+func (m *remoteMount) waitLogged(path, content string) string {
+	m.t.Helper()
+	want := versionstore.SumString(content)
+	var out string
+	logged := testfuse.WaitFor(10*time.Second, func() bool {
+		out = m.run(0, "log", "--mount", m.mnt, "--all", "--json")
+		var changes []versionstore.Change
+		if json.Unmarshal([]byte(out), &changes) != nil {
+			return false
+		}
+		for _, c := range changes {
+			if c.Path == path && c.Version == want {
+				return true
+			}
+		}
+		return false
+	})
+	if !logged {
+		m.t.Fatalf("no change of %s to %q in the log after 10 s:\n%s", path, content, out)
+	}
+	return out
+}
+
 // A session replicated, then its machine gone: log, diff --since, show and
 // checkpoints answer from the bucket alone what the daemon answered.
 func TestRemoteReviewWithoutTheMachine(t *testing.T) {
@@ -68,6 +96,7 @@ func TestRemoteReviewWithoutTheMachine(t *testing.T) {
 	m.run(0, "call", "--mount", m.mnt, "--actor", "agent", "read", `{"file_path":"a.txt"}`)
 	m.run(0, "call", "--mount", m.mnt, "--actor", "agent", "edit", `{"file_path":"a.txt","old_string":"two","new_string":"TWO"}`)
 	m.sh(`mv src/x.go src/y.go && rm c.txt && printf 'three\n' >> notes.md`)
+	m.waitLogged("notes.md", "# notes\nthree\n")
 	local := map[string]string{
 		"log":         m.run(0, "log", "--mount", m.mnt, "--all"),
 		"diff":        m.run(0, "diff", "--mount", m.mnt, "--since", "start"),
@@ -149,13 +178,16 @@ func TestRemoteResumesAfterKill(t *testing.T) {
 	m := mountRemote(t, url)
 	pid := daemonPid(t, m.mounted)
 	m.sh(`i=0; while [ $i -lt 300 ]; do printf "file $i\n" > f$i.txt; i=$((i+1)); done`)
+	// The burst committed (the mount's batch waits up to a second), its
+	// shipping to the bucket perhaps not.
+	m.waitLogged("f299.txt", "file 299\n")
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	testfuse.WaitFor(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil })
 	m.run(0, "mount", "--remote", url, m.backing, m.mnt)
 	m.sh(`printf 'after\n' > after.txt`)
-	want := m.run(0, "log", "--mount", m.mnt, "--all", "--json")
+	want := m.waitLogged("after.txt", "after\n")
 	m.run(0, "unmount", m.mnt)
 	got, code := dshfs(t, t.TempDir(), "log", "--remote", url, "--all", "--json")
 	if code != 0 {

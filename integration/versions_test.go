@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dshfs/dshfs/internal/testfuse"
 	"github.com/dshfs/dshfs/versionstore"
@@ -51,8 +52,13 @@ func TestRestorePreexistingAndCorruptObject(t *testing.T) {
 	if got := run(0, "show", path+"@"+short); got != orig {
 		t.Fatalf("show by prefix: %q", got)
 	}
-	log := run(0, "log", path)
-	if !strings.Contains(log, "kept") || !strings.Contains(log, "baseline") {
+	// The shell's release commits its version (the kernel sends it after
+	// the shell exited): the log waits 250 ms for it, a loaded machine may
+	// send it later, and the restores below would wait for it too.
+	shellV := versionstore.SumString("the shell was here\n")
+	var log string
+	testfuse.WaitFor(10*time.Second, func() bool { log = run(0, "log", path); return strings.Contains(log, shellV.Short()) })
+	if !strings.Contains(log, "kept") || !strings.Contains(log, "baseline") || !strings.Contains(log, shellV.Short()) {
 		t.Fatalf("log:\n%s", log)
 	}
 	if out := run(0, "restore", path, short); !strings.HasPrefix(out, "restored "+path+" to "+v.Short()) {
@@ -62,7 +68,6 @@ func TestRestorePreexistingAndCorruptObject(t *testing.T) {
 		t.Fatalf("after restore: %q", b)
 	}
 	// Undo the restore: the shell's version comes back.
-	shellV := versionstore.SumString("the shell was here\n")
 	run(0, "restore", path, shellV.String())
 	if b, _ := os.ReadFile(path); string(b) != "the shell was here\n" {
 		t.Fatalf("after undoing the restore: %q", b)

@@ -220,8 +220,8 @@ type writingSet struct {
 	released map[string]chan struct{}
 	idle     chan struct{}
 	// asked counts the questions "is key being written?": a waiter that
-	// polls asks again and again; waits counts the channels Released
-	// handed out, one per wait.
+	// polls asks again and again; waits counts the channels Released and
+	// Idle handed out, one per wait.
 	asked, waits int
 }
 
@@ -266,6 +266,7 @@ func (w *writingSet) Idle() <-chan struct{} {
 	if len(w.keys) == 0 {
 		return nil
 	}
+	w.waits++
 	if w.idle == nil {
 		w.idle = make(chan struct{})
 	}

@@ -1,6 +1,7 @@
 package versionstore
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io/fs"
@@ -61,7 +62,11 @@ func (s *Store) Changes(q ChangeQuery) ([]Change, error) {
 }
 
 // changes is the journal entries q selects, newest first, as they are.
+// The files being written through the mount are waited for, up to
+// writerGrace, as History waits for one: a write whose close(2) has
+// returned is committed by a release the kernel sends later.
 func (s *Store) changes(q ChangeQuery) ([]Change, error) {
+	s.mount.awaitIdle(context.Background())
 	s.flushPending()
 	var out []Change
 	err := s.db.View(func(tx *bolt.Tx) error {

@@ -111,13 +111,13 @@ func (m *Mount) awaitReleased(ctx context.Context, released func(Writers) <-chan
 	if w == nil {
 		return
 	}
+	ch := released(w)
+	if ch == nil {
+		return // nothing is being written: one question, no timer
+	}
 	grace := time.NewTimer(writerGrace)
 	defer grace.Stop()
-	for {
-		ch := released(w)
-		if ch == nil {
-			return
-		}
+	for ; ch != nil; ch = released(w) {
 		select {
 		case <-ch:
 		case <-grace.C:

@@ -143,14 +143,16 @@ func (s *Store) Read(ctx context.Context, t Target, sink func(chunk []byte, last
 // tick go unkept, where checking would cost every read of a fresh file a
 // commit. An entry that cannot be read is an error, not an unknown file.
 func (s *Store) knownRecord(key string, fi fs.FileInfo) (known record, unkept bool, err error) {
-	fp := fingerprintOf(fi)
-	err = s.db.View(func(tx *bolt.Tx) error {
-		r, found, err := getRecord(tx, key)
-		if found && r.FP == fp && !r.Version.IsZero() && s.objects.present(tx, r.Version) {
-			known = r
-		}
+	var r record
+	var found, present bool
+	err = s.db.View(func(tx *bolt.Tx) (err error) {
+		r, found, err = getRecord(tx, key)
+		present = found && !r.Version.IsZero() && s.objects.present(tx, r.Version)
 		return err
 	})
+	if present && s.matchesRecord(key, r, fingerprintOf(fi)) {
+		known = r
+	}
 	unkept = known.Version.IsZero() && s.objects.capturing() && s.objects.keeps(fi.Size())
 	return known, unkept, err
 }

@@ -114,6 +114,26 @@ type settling struct {
 	recFP, fp fingerprint
 }
 
+// matchesRecord reports whether a file with fingerprint fp is the one the
+// index entry r names. A small tool publish commits its record with its
+// temp file's fingerprint, before the rename that moves the file's ctime;
+// until its settler's commit puts the fingerprint the rename left in the
+// entry, that one (held in memory by the pending publish) counts as the
+// record's too. Without it, every read between a publish and its settling
+// would record the same version again, durably, inside the read.
+func (s *Store) matchesRecord(key string, r record, fp fingerprint) bool {
+	if r.FP == fp {
+		return true
+	}
+	if s.settle.count.Load() == 0 || fp == (fingerprint{}) {
+		return false
+	}
+	s.settle.mu.Lock()
+	p, ok := s.settle.pending[key]
+	s.settle.mu.Unlock()
+	return ok && p.Version == r.Version && p.recFP == r.FP && p.fp == fp
+}
+
 // owedDrop is a synced publish whose record a commit may delete.
 type owedDrop struct {
 	seq       uint64

@@ -281,3 +281,57 @@ func TestRecordedPublishThatDidNotTakeItsName(t *testing.T) {
 		t.Fatalf("newest history entry %+v, want the file that took the name", h)
 	}
 }
+
+// A read of a tool's publish that its settler has not synced yet finds the
+// version the publish recorded, although the rename moved the file's ctime
+// past the recorded fingerprint: it commits nothing (before, it committed
+// the same version again, durably, inside the read).
+func TestReadBeforeSettleCommitsNothing(t *testing.T) {
+	for _, create := range []bool{false, true} {
+		t.Run(fmt.Sprintf("create=%v", create), func(t *testing.T) {
+			ts := openTestStore(t)
+			intent := Intent{Kind: IntentCreateIfAbsent}
+			if !create {
+				ts.put("f", "before\n")
+				intent = Intent{Kind: IntentReplaceIfVersion, Version: ts.version("f")}
+			}
+			ts.stopSettling()
+			res, err := ts.WriteText(context.Background(), ts.target("f"), "the tool's\n", intent, ToolWriter("t"))
+			must(t, err)
+			ts.settle.mu.Lock()
+			_, ok := ts.settle.pending["f"]
+			ts.settle.mu.Unlock()
+			if !ok {
+				t.Fatal("the publish is not pending: nothing to read before its settling")
+			}
+			before, commits := ts.txID(), ts.commits.done.Load()
+			for i := 0; i < 2; i++ {
+				if _, v, err := ts.readAll("f"); err != nil || v != res.Version {
+					t.Fatalf("Read: %s, %v; want %s", v, err, res.Version)
+				}
+				data, v, err := ts.ReadBytes(context.Background(), ts.target("f"), 1<<20)
+				if err != nil || v != res.Version || string(data) != "the tool's\n" {
+					t.Fatalf("ReadBytes: %q %s, %v; want the tool's bytes, %s", data, v, err, res.Version)
+				}
+			}
+			if n, c := ts.txID()-before, ts.commits.done.Load()-commits; n != 0 || c != 0 {
+				t.Fatalf("the reads made %d write transactions (%d commits), want none", n, c)
+			}
+			h, err := ts.History("f")
+			must(t, err)
+			if len(h) == 0 || h[0].Version != res.Version || h[0].Writer != ToolWriter("t") {
+				t.Fatalf("history %+v, want the tool's version newest", h)
+			}
+			// A change after the publish is not taken for it.
+			ts.put("f", "someone's\n")
+			if _, v, err := ts.readAll("f"); err != nil || v != SumString("someone's\n") {
+				t.Fatalf("Read after a change: %s, %v", v, err)
+			}
+			h, err = ts.History("f")
+			must(t, err)
+			if len(h) < 2 || h[0].Version != SumString("someone's\n") || h[1].Version != res.Version {
+				t.Fatalf("history %+v, want the change over the tool's version", h)
+			}
+		})
+	}
+}

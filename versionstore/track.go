@@ -2,6 +2,7 @@ package versionstore
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -144,13 +145,15 @@ func (s *Store) noteVersion(key string, fp fingerprint, v Version, at time.Time,
 }
 
 // indexAgrees reports whether the index already holds v with fingerprint fp.
+// A publish's fingerprint not yet settled counts (matchesRecord).
 func (s *Store) indexAgrees(key string, fp fingerprint, v Version) (agrees bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
-		r, found, err := getRecord(tx, key)
-		agrees = found && r.Version == v && r.FP == fp
+	var r record
+	var found bool
+	err = s.db.View(func(tx *bolt.Tx) (err error) {
+		r, found, err = getRecord(tx, key)
 		return err
 	})
-	return agrees, err
+	return err == nil && found && r.Version == v && s.matchesRecord(key, r, fp), err
 }
 
 // noteAbsent records that key was found missing, if the index thought otherwise.
@@ -332,8 +335,13 @@ func swapRoot(k, a, b string) (string, bool) {
 
 // History returns the versions of key, newest first, each marked with
 // whether its bytes are kept. It reads the index only: Look first brings
-// key's entry up to date with its file.
+// key's entry up to date with its file. A file being written through the
+// mount is waited for, up to writerGrace, as a tool's change is: its last
+// writer's release commits its version (with kernel passthrough, the only
+// commit), and the kernel sends it after close(2) has returned, so the
+// history of a file a shell command just wrote would miss it.
 func (s *Store) History(key string) ([]HistoryEntry, error) {
+	s.mount.awaitWriters(context.Background(), key)
 	s.flushPending()
 	var out []HistoryEntry
 	err := s.db.View(func(tx *bolt.Tx) (err error) {
