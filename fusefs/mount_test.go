@@ -18,11 +18,19 @@ import (
 // ways).
 var testNoPassthrough = os.Getenv("DSHFS_TEST_PASSTHROUGH") == "off"
 
+// testURing serves every mount of the package's tests over io_uring where
+// the kernel lets (DSHFS_TEST_TRANSPORT=uring), and over /dev/fuse, saying
+// why, where it does not.
+var testURing = os.Getenv("DSHFS_TEST_TRANSPORT") == "uring"
+
 func TestMain(m *testing.M) {
 	// The daemon must not apply a umask the kernel already applied; the
 	// test process is both daemon and client.
 	syscall.Umask(0)
-	os.Exit(m.Run())
+	restore := keepURingParam()
+	code := m.Run()
+	restore()
+	os.Exit(code)
 }
 
 // mounted is a dshfs mount over a fresh backing directory.
@@ -65,6 +73,7 @@ func mountWith(t *testing.T, prep func(backing string), opts ...func(*Options)) 
 	}
 	var o Options
 	o.NoPassthrough = testNoPassthrough
+	o.IOUring = testURing
 	for _, f := range opts {
 		f(&o)
 	}
@@ -74,6 +83,9 @@ func mountWith(t *testing.T, prep func(backing string), opts ...func(*Options)) 
 		t.Fatal(err)
 	}
 	m.fs = fsys
+	if name, why := fsys.Transport(); o.IOUring && why != "" {
+		t.Logf("served over %s: %s", name, why)
+	}
 	t.Cleanup(func() {
 		if err := fsys.Unmount(); err != nil {
 			t.Errorf("unmount: %v", err)
