@@ -21,7 +21,7 @@ const enableURing = "/sys/module/fuse/parameters/enable_uring"
 
 // keepURingParam puts the fuse module's enable_uring back as it was at
 // cleanup: mount --io-uring switches it on for the machine.
-func keepURingParam(t *testing.T) {
+func keepURingParam(t testing.TB) {
 	was, err := os.ReadFile(enableURing)
 	if err != nil {
 		return
@@ -89,7 +89,7 @@ func TestDaemonKilledDuringExtraction(t *testing.T) {
 }
 
 // transportOf is what dshfs status says carries mnt's requests.
-func transportOf(t *testing.T, state, mnt string) string {
+func transportOf(t testing.TB, state, mnt string) string {
 	out, code := dshfs(t, state, "status", "--json")
 	var entries []struct {
 		MountPoint    string `json:"mount_point"`
