@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -279,12 +280,23 @@ func (t *uringTransport) Why() string {
 	return t.why
 }
 
-// wait waits for the queues to end (they do when the connection does).
+// wait waits up to 5 s for the queues to end, as they do once the
+// connection is gone and their requests are answered; a queue whose request
+// never returns keeps its thread, buffers and descriptor.
 func (t *uringTransport) wait() {
 	t.goServe()
-	t.wg.Wait()
-	if t.devFd >= 0 {
-		unix.Close(t.devFd)
+	ended := make(chan struct{})
+	go func() {
+		t.wg.Wait()
+		if t.devFd >= 0 {
+			unix.Close(t.devFd)
+		}
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.log.Warn("io_uring queues still serving a request 5 s after the mount ended")
 	}
 }
 

@@ -88,8 +88,21 @@ func TestDaemonKilledDuringExtraction(t *testing.T) {
 	}
 }
 
-// transportOf is what dshfs status says carries mnt's requests.
+// transportOf is what dshfs status says carries mnt's requests, waiting up
+// to 30 s for the daemon to answer.
 func transportOf(t testing.TB, state, mnt string) string {
+	got, out := "", ""
+	testfuse.WaitFor(30*time.Second, func() bool {
+		got, out = statusTransport(t, state, mnt)
+		return got != ""
+	})
+	if got == "" {
+		t.Fatalf("dshfs status --json gives no transport for %s:\n%s", mnt, out)
+	}
+	return got
+}
+
+func statusTransport(t testing.TB, state, mnt string) (string, string) {
 	out, code := dshfs(t, state, "status", "--json")
 	var entries []struct {
 		MountPoint    string `json:"mount_point"`
@@ -97,15 +110,14 @@ func transportOf(t testing.TB, state, mnt string) string {
 		TransportNote string `json:"transport_note"`
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &entries) != nil {
-		t.Fatalf("dshfs status --json: exit %d\n%s", code, out)
+		return "", out
 	}
 	for _, e := range entries {
-		if e.MountPoint == mnt {
-			return strings.TrimSpace(e.Transport + " " + e.TransportNote)
+		if e.MountPoint == mnt && e.Transport != "" {
+			return strings.TrimSpace(e.Transport + " " + e.TransportNote), out
 		}
 	}
-	t.Fatalf("dshfs status --json does not list %s:\n%s", mnt, out)
-	return ""
+	return "", out
 }
 
 // writeTar writes an archive of n small files in 100 directories to w,
