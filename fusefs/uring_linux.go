@@ -128,13 +128,18 @@ func possibleCPUs() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("count CPUs: %w", err)
 	}
+	return cpuCount(string(b))
+}
+
+// cpuCount is one more than the highest CPU of a list like "0-3,8".
+func cpuCount(list string) (int, error) {
 	n := 0
-	for _, r := range strings.Split(strings.TrimSpace(string(b)), ",") {
+	for _, r := range strings.Split(strings.TrimSpace(list), ",") {
 		var lo, hi int
 		if k, _ := fmt.Sscanf(r, "%d-%d", &lo, &hi); k == 1 {
 			hi = lo
 		} else if k != 2 {
-			return 0, fmt.Errorf("count CPUs: %q", b)
+			return 0, fmt.Errorf("count CPUs: %q", list)
 		}
 		n = max(n, hi+1)
 	}

@@ -70,3 +70,57 @@ func TestURingServesTheMount(t *testing.T) {
 		t.Errorf("the rings served %d requests, want all of them", n)
 	}
 }
+
+func TestURingCPUCount(t *testing.T) {
+	for list, want := range map[string]int{"0\n": 1, "0-1": 2, "0-3,8": 9, "0,2-5\n": 6} {
+		if got, err := cpuCount(list); err != nil || got != want {
+			t.Errorf("cpuCount(%q) = %d, %v; want %d", list, got, err, want)
+		}
+	}
+	if _, err := cpuCount("x"); err == nil {
+		t.Error("cpuCount(x) succeeded")
+	}
+}
+
+// The transport reads go-fuse's /dev/fuse file from a field go-fuse does
+// not export: a go-fuse that moves it must fail here, not in a mount.
+func TestURingFindsGoFusesDevice(t *testing.T) {
+	if _, err := reflectDevFile(nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A ring entry's request is handed to go-fuse as /dev/fuse would give it:
+// the in header, the op header (its size from the header's length), then
+// the payload; the reply's payload size is what go-fuse wrote past the out
+// header, and a request it did not answer gets an error with its commit id.
+func TestURingEntryRequestAndReply(t *testing.T) {
+	e := &uringEnt{hdr: make([]byte, uringHeaderSize), payload: make([]byte, 8192)}
+	name := []byte("file.txt\x00")
+	ne.PutUint32(e.hdr[0:], uint32(inHeaderSize+16+len(name))) // CREATE: 16-byte op header, then the name
+	ne.PutUint32(e.hdr[4:], 35)
+	ne.PutUint64(e.hdr[uringEntOff+8:], 77)
+	ne.PutUint32(e.hdr[uringEntOff+16:], uint32(len(name)))
+	copy(e.payload, name)
+	in, ok := e.request()
+	if !ok || len(in) != 3 || len(in[0]) != inHeaderSize || len(in[1]) != 16 || !bytes.Equal(in[2], name) || e.commit != 77 {
+		t.Fatalf("request: %d parts, ok %v, commit %d", len(in), ok, e.commit)
+	}
+	copy(e.payload, "overwritten by the reply")
+	if !bytes.Equal(in[2], name) {
+		t.Fatal("the request's payload shares the reply's buffer")
+	}
+	e.reply(outHeaderSize+144, 0)
+	if got := ne.Uint32(e.hdr[uringEntOff+16:]); got != 144 {
+		t.Errorf("reply payload size %d, want 144", got)
+	}
+	e.reply(0, 0)
+	if errno, unique := int32(ne.Uint32(e.hdr[4:])), ne.Uint64(e.hdr[8:]); errno != -38 || unique != 77 {
+		t.Errorf("unanswered request: error %d unique %d, want -ENOSYS (-38) and 77", errno, unique)
+	}
+	ne.PutUint32(e.hdr[0:], uint32(inHeaderSize+200)) // an op header larger than op_in
+	ne.PutUint32(e.hdr[uringEntOff+16:], 0)
+	if _, ok := e.request(); ok {
+		t.Error("a request whose op header overflows op_in was accepted")
+	}
+}
