@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -49,11 +50,16 @@ func TestDaemonKilledDuringExtraction(t *testing.T) {
 	if err := daemon.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
 	t.Cleanup(func() {
 		daemon.Process.Kill()
-		daemon.Wait()
 		unix.Unmount(mnt, mntDetach)
+		select {
+		case <-exited:
+		case <-time.After(60 * time.Second):
+		}
 	})
+	go func() { daemon.Wait(); close(exited) }()
 	waitMounted(t, mnt, true)
 	t.Logf("requests over %s", transportOf(t, state, mnt))
 
@@ -86,6 +92,21 @@ func TestDaemonKilledDuringExtraction(t *testing.T) {
 		extract.Process.Kill()
 		t.Fatalf("tar still running 60 s after the daemon was killed (stuck on the dead mount)")
 	}
+	// The killed daemon itself is gone once its dead mount is: its rings'
+	// requests end with the connection, which the unmount aborts.
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Logf("the killed daemon still exiting 10 s after tar ended; detaching its mount")
+	}
+	if err := unix.Unmount(mnt, mntDetach); err != nil && !errors.Is(err, unix.EINVAL) {
+		t.Errorf("detach the dead mount: %v", err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(60 * time.Second):
+		t.Errorf("the killed daemon still exiting 60 s after its mount was detached")
+	}
 }
 
 // transportOf is what dshfs status says carries mnt's requests, waiting up
@@ -103,7 +124,7 @@ func transportOf(t testing.TB, state, mnt string) string {
 }
 
 func statusTransport(t testing.TB, state, mnt string) (string, string) {
-	out, code := dshfs(t, state, "status", "--json")
+	out, code := dshfs(t, state, "status", "--json", mnt)
 	var entries []struct {
 		MountPoint    string `json:"mount_point"`
 		Transport     string `json:"transport"`
