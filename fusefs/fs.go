@@ -80,6 +80,9 @@ type Options struct {
 	// afterServe, for tests, runs once the daemon serves the mount at mnt,
 	// before the mount is ready.
 	afterServe func(mnt string)
+	// uringRefused, for tests, makes the io_uring transport fail after
+	// INIT, as when it cannot register its queues.
+	uringRefused bool
 	// selfWindow, for tests, replaces the watcher's own-change window
 	// (see watch_linux.go).
 	selfWindow time.Duration
@@ -215,7 +218,7 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 	}
 	f.ptWanted = pt
 	if opts.IOUring {
-		raw = f.withURing(raw, &fopts.MountOptions)
+		raw = f.withURing(raw, &fopts.MountOptions, opts.uringRefused)
 	}
 	if err := f.serve(raw, &fopts.MountOptions, opts.afterServe); err != nil {
 		f.watch.close()
@@ -298,7 +301,7 @@ func (f *FS) Passthrough() bool {
 
 // withURing sets up the io_uring queues and has raw start them once INIT is
 // answered; without them it returns raw and records why.
-func (f *FS) withURing(raw fuse.RawFileSystem, opts *fuse.MountOptions) fuse.RawFileSystem {
+func (f *FS) withURing(raw fuse.RawFileSystem, opts *fuse.MountOptions, refused bool) fuse.RawFileSystem {
 	t, why := newURing(opts.MaxWrite, f.log)
 	if t == nil {
 		f.uringWhy = why
@@ -306,6 +309,7 @@ func (f *FS) withURing(raw fuse.RawFileSystem, opts *fuse.MountOptions) fuse.Raw
 		return raw
 	}
 	f.uring = t
+	t.refused = refused
 	opts.ExtraCapabilities |= fuse.CAP_OVER_IO_URING
 	return uringInit{RawFileSystem: raw, t: t, opts: opts}
 }

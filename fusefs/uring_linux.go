@@ -60,6 +60,9 @@ type uringTransport struct {
 	devFd   int // our duplicate of the connection's /dev/fuse descriptor
 	ps      *fuse.ProtocolServer
 	refuse  int // if >= 0, register nothing but make the kernel give up on this fd
+	// refuseDup says refuse is our duplicate, closed once refused.
+	refuseDup bool
+	refused   bool // for tests: fail after INIT (Options.uringRefused)
 
 	outcome chan struct{} // closed once why is final
 	why     string        // why requests go over /dev/fuse; "" when io_uring serves them
@@ -202,6 +205,9 @@ func (t *uringTransport) begin(s *fuse.Server, raw fuse.RawFileSystem, opts *fus
 		t.ps = fuse.NewProtocolServer(raw, opts)
 		err = feedInit(t.ps, in)
 	}
+	if err == nil && t.refused {
+		err = errors.New("io_uring: refused for the test")
+	}
 	if err != nil {
 		t.refuseOn(file, t.devFd)
 		t.settle(err.Error())
@@ -210,17 +216,16 @@ func (t *uringTransport) begin(s *fuse.Server, raw fuse.RawFileSystem, opts *fus
 	go t.collect()
 }
 
-// refuseOn has queue 0 make the kernel give up on io_uring for the fd.
+// refuseOn has queue 0 make the kernel give up on io_uring for the fd, on
+// our duplicate if there is one (then closed), else on go-fuse's.
 func (t *uringTransport) refuseOn(file *os.File, dup int) {
-	t.refuse = dup
+	t.refuse, t.refuseDup = dup, dup >= 0
 	if dup < 0 && file != nil {
 		if rc, err := file.SyscallConn(); err == nil {
 			rc.Control(func(fd uintptr) { t.refuse = int(fd) })
 		}
 	}
-	if dup >= 0 {
-		t.devFd = -1
-	}
+	t.devFd = -1
 }
 
 func dupFd(f *os.File) (int, error) {
@@ -281,8 +286,12 @@ func (t *uringTransport) collect() {
 // Why waits for the outcome: "" if io_uring serves the mount, otherwise why
 // /dev/fuse does.
 func (t *uringTransport) Why() string {
-	<-t.outcome
-	return t.why
+	select {
+	case <-t.outcome:
+		return t.why
+	case <-time.After(10 * time.Second):
+		return "io_uring registration still under way after 10 s"
+	}
 }
 
 // wait waits up to 5 s for the queues to end, as they do once the

@@ -71,6 +71,30 @@ func TestURingServesTheMount(t *testing.T) {
 	}
 }
 
+// Once io_uring is negotiated the kernel holds every request until the
+// queues are registered: a daemon that cannot register after all must make
+// the kernel give up, and the mount is served over /dev/fuse, saying why.
+func TestURingFallsBackWhenRegistrationFails(t *testing.T) {
+	t.Cleanup(keepURingParam())
+	m := mountT(t, func(o *Options) { o.IOUring, o.uringRefused = true, true })
+	name, why := m.fs.Transport()
+	if m.fs.uring == nil {
+		t.Skipf("served over %s: %s", name, why)
+	}
+	if name != "/dev/fuse" || !strings.Contains(why, "refused for the test") {
+		t.Fatalf("transport %q (%q), want /dev/fuse and why", name, why)
+	}
+	if err := os.WriteFile(filepath.Join(m.mnt, "f"), []byte("over /dev/fuse\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(m.mnt, "f")); err != nil || string(got) != "over /dev/fuse\n" {
+		t.Fatalf("read back: %q, %v", got, err)
+	}
+	if n := m.fs.uring.served.Load(); n != 0 {
+		t.Errorf("the rings served %d requests, want none", n)
+	}
+}
+
 func TestURingCPUCount(t *testing.T) {
 	for list, want := range map[string]int{"0\n": 1, "0-1": 2, "0-3,8": 9, "0,2-5\n": 6} {
 		if got, err := cpuCount(list); err != nil || got != want {

@@ -9,7 +9,7 @@ import (
 )
 
 // FUSE over io_uring is Linux's (uring_linux.go).
-type uringTransport struct{}
+type uringTransport struct{ refused bool }
 
 func newURing(int, *slog.Logger) (*uringTransport, string) {
 	return nil, "io_uring is Linux's"

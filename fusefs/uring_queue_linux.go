@@ -50,6 +50,9 @@ func (q *uringQueue) run(setup chan<- error) {
 	<-q.t.start
 	if q.t.refuse >= 0 && q.qid == 0 {
 		q.refuse(q.t.refuse)
+		if q.t.refuseDup {
+			unix.Close(q.t.refuse)
+		}
 	}
 	if q.t.devFd < 0 {
 		return
