@@ -22,8 +22,9 @@ type uringQueue struct {
 	live       int    // entries the kernel still holds or we still serve
 	registered chan error
 
-	mu   sync.Mutex
-	done []int // entries whose reply waits to be committed
+	mu      sync.Mutex
+	done    []int          // entries whose reply waits to be committed
+	serving sync.WaitGroup // serve goroutines, which write to efd last
 }
 
 // uringEnt is one ring entry: struct fuse_uring_req_header and the payload.
@@ -96,6 +97,7 @@ func (q *uringQueue) setup() error {
 }
 
 func (q *uringQueue) release() {
+	q.serving.Wait()
 	q.ring.close()
 	if q.efd > 0 {
 		unix.Close(q.efd)
@@ -172,6 +174,7 @@ func (q *uringQueue) complete(c cqe) {
 			q.readEfd()
 		}
 	case c.res == 0:
+		q.serving.Add(1)
 		go q.serve(int(c.userData))
 	default:
 		q.live--
@@ -199,6 +202,7 @@ func (q *uringQueue) commitDone() error {
 
 // serve answers entry i's request and hands the reply to the queue's thread.
 func (q *uringQueue) serve(i int) {
+	defer q.serving.Done()
 	e := &q.ents[i]
 	n, st := 0, fuse.EIO
 	if in, ok := e.request(); ok {
