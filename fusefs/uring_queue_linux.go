@@ -43,11 +43,11 @@ func (q *uringQueue) run(setup chan<- error) {
 	if err == nil {
 		err = q.setup()
 	}
+	defer q.release()
 	setup <- err
 	if err != nil {
 		return
 	}
-	defer q.release()
 	<-q.t.start
 	if q.t.refuse >= 0 && q.qid == 0 {
 		q.refuse(q.t.refuse)
@@ -96,13 +96,18 @@ func (q *uringQueue) setup() error {
 	return err
 }
 
+// release gives back what setup got, all or part.
 func (q *uringQueue) release() {
 	q.serving.Wait()
-	q.ring.close()
+	if q.ring != nil {
+		q.ring.close()
+	}
 	if q.efd > 0 {
 		unix.Close(q.efd)
 	}
-	unix.Munmap(q.mem)
+	if q.mem != nil {
+		unix.Munmap(q.mem)
+	}
 }
 
 // refuse sends a registration the kernel rejects, after which it serves the
