@@ -37,6 +37,7 @@ type Config struct {
 	MaxWatches    int           // most directories watched for outside changes; 0: DefaultMaxWatches
 	Debug         bool          // log every FUSE request
 	NoPassthrough bool          // every read and write through the daemon
+	IOUring       bool          // FUSE requests over io_uring where the kernel lets (fusefs.Options)
 	Baseline      bool          // index the whole workspace in the background once mounted
 	SyncPublishes bool          // sync every tool publish before its commit (versionstore.Options)
 

@@ -93,11 +93,21 @@ func run(cfg Config, ready *Ready) error {
 		m.log.Warn("replaced a dead mount: its daemon had exited without unmounting", "mountpoint", cfg.MountPoint)
 	}
 	m.log.Info("mounted", "backing", cfg.Backing, "mountpoint", cfg.MountPoint, "state", cfg.StateDir, "socket", m.socket,
-		"open_file_limit", fileLimit, "passthrough", m.fsys.Passthrough())
+		"open_file_limit", fileLimit, "passthrough", m.fsys.Passthrough(), "transport", transportText(m.fsys))
 	if !ready.Report(nil) {
 		fmt.Fprintf(os.Stderr, "dshfs: %s mounted at %s, tools on %s (Ctrl-C to unmount)\n", quote.Name(cfg.Backing), quote.Name(cfg.MountPoint), quote.Name(m.socket))
 	}
 	return m.wait(sig)
+}
+
+// transportText names what carries the mount's requests, and why not
+// io_uring when it was asked for.
+func transportText(f *fusefs.FS) string {
+	name, why := f.Transport()
+	if why != "" {
+		return name + " (" + why + ")"
+	}
+	return name
 }
 
 // resolveStateDir makes the state directory absolute, the default one if
@@ -196,7 +206,7 @@ func (m *mount) openStore(umask os.FileMode) (*versionstore.Store, error) {
 func (m *mount) mountFS() error {
 	logged := logSize(m.cfg.StateDir)
 	fsys, err := fusefs.Mount(m.cfg.MountPoint, m.store, fusefs.Options{AllowOther: m.cfg.AllowOther, CacheTimeout: m.cfg.CacheTimeout, MaxWatches: m.cfg.MaxWatches,
-		Debug: m.cfg.Debug, Logger: m.log, NoPassthrough: m.cfg.NoPassthrough, DaemonInfo: record(m.cfg)})
+		Debug: m.cfg.Debug, Logger: m.log, NoPassthrough: m.cfg.NoPassthrough, IOUring: m.cfg.IOUring, DaemonInfo: record(m.cfg)})
 	if err != nil {
 		return explainMountFailure(err, fusermountSaid(m.cfg.StateDir, logged), m.cfg.AllowOther)
 	}

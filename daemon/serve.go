@@ -112,6 +112,9 @@ func (m *mount) status(pol *policy.Policy) func() unixsocket.Status {
 			rs := m.remote.Status()
 			st.Remote = &rs
 		}
+		if m.fsys != nil {
+			st.Transport, st.TransportNote = m.fsys.Transport()
+		}
 		return st
 	}
 }

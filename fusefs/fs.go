@@ -64,6 +64,11 @@ type Options struct {
 	// daemon with CAP_SYS_ADMIN, a backing filesystem that takes backing
 	// files and read leases. See passthrough_linux.go.
 	NoPassthrough bool
+	// IOUring serves requests over io_uring (Linux 6.14+, a root daemon;
+	// uring_linux.go), switching on the fuse module's enable_uring for the
+	// machine if it is off. Where the kernel will not, the mount is served
+	// over /dev/fuse, and Transport says why.
+	IOUring bool
 	// Debug logs every FUSE request, to DebugLog if set.
 	Debug    bool
 	DebugLog *log.Logger
@@ -77,6 +82,9 @@ type Options struct {
 	// afterServe, for tests, runs once the daemon serves the mount at mnt,
 	// before the mount is ready.
 	afterServe func(mnt string)
+	// uringRefused, for tests, makes the io_uring transport fail after
+	// INIT, as when it cannot register its queues.
+	uringRefused bool
 	// selfWindow, for tests, replaces the watcher's own-change window
 	// (see watch_linux.go).
 	selfWindow time.Duration
@@ -120,6 +128,9 @@ type FS struct {
 	probeOnce   sync.Once
 	passthrough bool
 	backingLost atomic.Bool // see backingCheck
+
+	uring    *uringTransport // nil: /dev/fuse serves every request
+	uringWhy string          // why not io_uring, when it was asked for
 
 	afterMake  func(dirfd int, name string) // Options.afterMake
 	selfWindow time.Duration                // Options.selfWindow, or the default
@@ -214,9 +225,15 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		raw = dirStreams{raw}
 	}
 	f.ptWanted = pt
+	if opts.IOUring {
+		raw = f.withURing(raw, &fopts.MountOptions, opts.uringRefused)
+	}
 	if err := f.serve(raw, &fopts.MountOptions, opts.afterServe); err != nil {
 		f.watch.close()
 		unix.Close(rootFd)
+		if f.uring != nil {
+			f.uring.wait()
+		}
 		return nil, mountError(err)
 	}
 	f.Passthrough() // decided now if no request has decided it yet
@@ -233,6 +250,9 @@ func (f *FS) serve(raw fuse.RawFileSystem, opts *fuse.MountOptions, afterServe f
 		return err
 	}
 	f.server = server
+	if f.uring != nil {
+		f.uring.goServe()
+	}
 	go server.Serve()
 	if afterServe != nil {
 		afterServe(f.mnt)
@@ -287,6 +307,33 @@ func (f *FS) Passthrough() bool {
 	return f.passthrough
 }
 
+// withURing sets up the io_uring queues and has raw start them once INIT is
+// answered; without them it returns raw and records why.
+func (f *FS) withURing(raw fuse.RawFileSystem, opts *fuse.MountOptions, refused bool) fuse.RawFileSystem {
+	t, why := newURing(opts.MaxWrite, f.log)
+	if t == nil {
+		f.uringWhy = why
+		f.log.Warn("serving over /dev/fuse, not io_uring", "why", why)
+		return raw
+	}
+	f.uring = t
+	t.refused = refused
+	opts.ExtraCapabilities |= fuse.CAP_OVER_IO_URING
+	return uringInit{RawFileSystem: raw, t: t, opts: opts}
+}
+
+// Transport names what carries the mount's requests, "io_uring" or
+// "/dev/fuse", and, when io_uring was asked for and does not, why.
+func (f *FS) Transport() (name, why string) {
+	if f.uring != nil {
+		if why := f.uring.Why(); why != "" {
+			return "/dev/fuse", why
+		}
+		return "io_uring", ""
+	}
+	return "/dev/fuse", f.uringWhy
+}
+
 // Actors is the registry of processes acting for actors: their writes
 // through the mount, and their descendants', are recorded as the actor's.
 func (f *FS) Actors() *Actors { return f.actors }
@@ -321,6 +368,9 @@ func (f *FS) Unmount() error {
 	case <-served:
 	case <-time.After(5 * time.Second):
 		return fmt.Errorf("unmount %s: %w", f.mnt, ErrStillInUse)
+	}
+	if f.uring != nil {
+		f.uring.wait()
 	}
 	f.endMappings()
 	f.watch.close()

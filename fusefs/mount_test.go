@@ -19,6 +19,11 @@ import (
 // ways).
 var testNoPassthrough = os.Getenv("DSHFS_TEST_PASSTHROUGH") == "off"
 
+// testURing serves every mount of the package's tests over io_uring where
+// the kernel lets (DSHFS_TEST_TRANSPORT=uring), and over /dev/fuse, saying
+// why, where it does not.
+var testURing = os.Getenv("DSHFS_TEST_TRANSPORT") == "uring"
+
 func TestMain(m *testing.M) {
 	// The daemon must not apply a umask the kernel already applied; the
 	// test process is both daemon and client.
@@ -28,7 +33,10 @@ func TestMain(m *testing.M) {
 	// the main thread, and the process's /proc status — the main thread's
 	// — would then say nobody for the rest of the run.
 	runtime.LockOSThread()
-	os.Exit(m.Run())
+	restore := keepURingParam()
+	code := m.Run()
+	restore()
+	os.Exit(code)
 }
 
 // mounted is a dshfs mount over a fresh backing directory.
@@ -71,6 +79,7 @@ func mountWith(t *testing.T, prep func(backing string), opts ...func(*Options)) 
 	}
 	var o Options
 	o.NoPassthrough = testNoPassthrough
+	o.IOUring = testURing
 	for _, f := range opts {
 		f(&o)
 	}
@@ -80,6 +89,9 @@ func mountWith(t *testing.T, prep func(backing string), opts ...func(*Options)) 
 		t.Fatal(err)
 	}
 	m.fs = fsys
+	if name, why := fsys.Transport(); o.IOUring && why != "" {
+		t.Logf("served over %s: %s", name, why)
+	}
 	t.Cleanup(func() {
 		if err := fsys.Unmount(); err != nil {
 			t.Errorf("unmount: %v", err)

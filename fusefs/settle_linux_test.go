@@ -43,8 +43,13 @@ func TestMountChangesSettleToolPublishes(t *testing.T) {
 	}
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
-			m := mountT(t)
-			m.putBacking("d/f", "old\n")
+			// The file is there before the mount: put there after, the
+			// watcher's late record of it (a commit) would settle the
+			// tool's publish before the test looks.
+			m := mountWith(t, func(backing string) {
+				os.Mkdir(filepath.Join(backing, "d"), 0o755)
+				os.WriteFile(filepath.Join(backing, "d/f"), []byte("old\n"), 0o644)
+			})
 			m.seeFile("d/f")
 			if err := m.toolWrite("d/f", "the tool's\n"); err != nil {
 				t.Fatal(err)

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 
 // dshfs runs the binary with a private state directory and returns stdout
 // and the exit code.
-func dshfs(t *testing.T, state string, args ...string) (string, int) {
+func dshfs(t testing.TB, state string, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(dshfsBin, args...)
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)

@@ -52,6 +52,11 @@ type Status struct {
 	IndexSalvage *versionstore.SalvageReport `json:"index_salvage,omitempty"`
 	// Remote, if set, is how far the history's replica (mount --remote) is.
 	Remote *remote.Status `json:"remote,omitempty"`
+	// Transport is what carries the mount's FUSE requests: "/dev/fuse" or
+	// "io_uring" (mount --io-uring); TransportNote, when io_uring was asked
+	// for and does not carry them, says why.
+	Transport     string `json:"transport,omitempty"`
+	TransportNote string `json:"transport_note,omitempty"`
 }
 
 // ActorSummary counts the actors holding observations and names the most

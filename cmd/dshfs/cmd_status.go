@@ -131,8 +131,23 @@ func printStatus(entries []statusEntry) error {
 		if r := e.Remote; r != nil {
 			fmt.Println(remoteText(e.MountPoint, r))
 		}
+		if t := transportLine(e.MountPoint, e.Transport, e.TransportNote); t != "" {
+			fmt.Println(t)
+		}
 	}
 	return nil
+}
+
+// transportLine says what carries a mount's requests when it is not the
+// default, or why io_uring, asked for, does not.
+func transportLine(mnt, transport, note string) string {
+	switch {
+	case note != "":
+		return fmt.Sprintf("%s: requests over %s, not io_uring: %s", quote.Name(mnt), transport, quote.Text(note))
+	case transport == "io_uring":
+		return fmt.Sprintf("%s: requests over io_uring", quote.Name(mnt))
+	}
+	return ""
 }
 
 // salvageText says what the salvage of a mount's damaged index lost and
