@@ -34,6 +34,9 @@ type mount struct {
 	drain func()
 	// remote ships the history to Config.Remote (nil: none).
 	remote *remote.Replicator
+	// branches are the workspace's branches (nil for a branch's own mount).
+	branches *branches
+	isBranch bool
 }
 
 // Run mounts cfg.Backing at cfg.MountPoint, serves its tools, and returns
@@ -152,6 +155,9 @@ func (m *mount) start(umask os.FileMode) (func(), error) {
 		store.Close()
 		return nil, err
 	}
+	if !m.isBranch {
+		m.branches = &branches{m: m, umask: umask, all: map[string]*branch{}}
+	}
 	if m.drain, err = m.serve(); err != nil {
 		m.fsys.Unmount()
 		stopRemote()
@@ -159,8 +165,14 @@ func (m *mount) start(umask os.FileMode) (func(), error) {
 		return nil, err
 	}
 	stopBaseline := startBaseline(store, m.cfg.Baseline, m.log)
+	if m.branches != nil {
+		m.branches.resume()
+	}
 	return func() {
 		m.drain()
+		if m.branches != nil {
+			m.branches.close()
+		}
 		t0 := time.Now()
 		stopBaseline()
 		stopRemote()

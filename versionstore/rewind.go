@@ -371,6 +371,9 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 	if err != nil {
 		return res, err
 	}
+	if o.Actor == "" && IsMergeStep(name) {
+		o.Actor = name // a merge's step: its changes alone
+	}
 	if o.Actor != "" {
 		return s.rewindActor(ctx, cp, st.Unread, o, res)
 	}
