@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -100,12 +101,9 @@ func (s *Store) mergePlan(cp Checkpoint, changes []BranchChange) (MergeResult, e
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Key < changes[j].Key })
 	for _, c := range changes {
-		if err := s.Look(c.Key); err != nil {
-			return res, indexReadError("merge", c.Key, err)
-		}
-		main, err := s.indexVersion(c.Key)
+		main, err := s.versionNow(c.Key)
 		if err != nil {
-			return res, indexReadError("merge", c.Key, err)
+			return res, err
 		}
 		e, changed := first[c.Key]
 		it := MergeItem{Path: c.Key, Base: main, Main: main, Branch: c.Version}
@@ -140,6 +138,21 @@ func classify(it MergeItem, unknown, writing bool) (op, conflict string) {
 		return "conflict", ConflictModifyDelete
 	}
 	return "conflict", ConflictModify
+}
+
+// versionNow is the version of key's bytes now (zero: no file).
+func (s *Store) versionNow(key string) (Version, error) {
+	unlock := s.locks.Lock(key)
+	defer unlock()
+	cur, err := s.snapshotLocked(Target{Key: key, Display: key}, "merge", -1)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		var fe *Error
+		if errors.As(err, &fe) && fe.Reason == ReasonMissing {
+			return Version{}, nil
+		}
+		return Version{}, err
+	}
+	return cur.version, nil
 }
 
 func (s *Store) journalSince(seq uint64) (first map[string]JournalEntry, err error) {
