@@ -118,21 +118,20 @@ func (b *branches) serve(dir string, meta branchMeta) (*branch, error) {
 		return nil, err
 	}
 	view, err := fusefs.MountBranchView(filepath.Join(dir, "view"), b.m.store, snap, fusefs.BranchViewOptions{
-		Upper: filepath.Join(dir, "upper"), Frozen: filepath.Join(dir, "frozen"), Index: filepath.Join(dir, "index.json")})
+		Upper: filepath.Join(dir, "upper"), Frozen: filepath.Join(dir, "frozen"), Index: filepath.Join(dir, "index.json"), Debug: b.m.cfg.Debug})
 	if err != nil {
 		return nil, err
 	}
 	cfg := b.m.cfg
 	cfg.Backing, cfg.MountPoint, cfg.StateDir = filepath.Join(dir, "view"), meta.MountPoint, filepath.Join(dir, "state")
-	// The branch's index learns the view's files in the background, so that
-	// a branch's first write to a file is recorded over its bytes then.
-	cfg.Remote, cfg.Baseline, cfg.ReplacedDeadMount = "", true, false
+	cfg.Remote, cfg.Baseline, cfg.ReplacedDeadMount = "", false, false
 	bm := &mount{cfg: cfg, log: b.m.log.With("branch", meta.Name), isBranch: true}
 	stop, err := bm.start(b.umask)
 	if err != nil {
 		view.Unmount()
 		return nil, err
 	}
+	bm.fsys.Actors().SetDefault(meta.Actor)
 	return &branch{meta: meta, dir: dir, view: view, mount: bm, stop: stop}, nil
 }
 

@@ -74,7 +74,11 @@ func MountBranchView(mnt string, store *versionstore.Store, snap *versionstore.S
 	zero := time.Duration(0)
 	opts := &fs.Options{EntryTimeout: &zero, AttrTimeout: &zero, NegativeTimeout: &zero, NullPermissions: true}
 	opts.MountOptions = fuse.MountOptions{FsName: "dshfs-branch", Name: "dshfs-branch", DirectMount: os.Geteuid() == 0,
-		Options: []string{"default_permissions"}, MaxWrite: 1 << 20, Debug: o.Debug}
+		Options: []string{"default_permissions"}, MaxWrite: 1 << 20, Debug: o.Debug,
+		// A passthrough open and one through the daemon may not share an
+		// inode (the kernel answers EIO), and a copy-up changes the file
+		// under a node: every read and write goes through the daemon.
+		DisabledCapabilities: fuse.CAP_PASSTHROUGH}
 	server, err := fs.Mount(mnt, &bnode{v: v}, opts)
 	if err != nil {
 		return nil, mountError(err)
