@@ -125,6 +125,9 @@ func (b *branches) serve(dir string, meta branchMeta) (*branch, error) {
 	cfg := b.m.cfg
 	cfg.Backing, cfg.MountPoint, cfg.StateDir = filepath.Join(dir, "view"), meta.MountPoint, filepath.Join(dir, "state")
 	cfg.Remote, cfg.Baseline, cfg.ReplacedDeadMount = "", false, false
+	if cfg.CacheTimeout == 0 {
+		cfg.CacheTimeout = 30 * time.Second // nothing but the branch's mount changes its view
+	}
 	bm := &mount{cfg: cfg, log: b.m.log.With("branch", meta.Name), isBranch: true}
 	stop, err := bm.start(b.umask)
 	if err != nil {

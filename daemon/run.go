@@ -198,7 +198,7 @@ func (m *mount) openStore(umask os.FileMode) (*versionstore.Store, error) {
 // mountFS mounts the store, saying why not in fusermount3's own words.
 func (m *mount) mountFS() error {
 	logged := logSize(m.cfg.StateDir)
-	fsys, err := fusefs.Mount(m.cfg.MountPoint, m.store, fusefs.Options{AllowOther: m.cfg.AllowOther, CacheTimeout: m.cfg.CacheTimeout, MaxWatches: m.cfg.MaxWatches,
+	fsys, err := fusefs.Mount(m.cfg.MountPoint, m.store, fusefs.Options{AllowOther: m.cfg.AllowOther, CacheTimeout: m.cfg.CacheTimeout, MaxWatches: m.cfg.MaxWatches, NoWatch: m.isBranch,
 		Debug: m.cfg.Debug, Logger: m.log, NoPassthrough: m.cfg.NoPassthrough, DaemonInfo: record(m.cfg)})
 	if err != nil {
 		return explainMountFailure(err, fusermountSaid(m.cfg.StateDir, logged), m.cfg.AllowOther)

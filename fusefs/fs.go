@@ -54,6 +54,9 @@ type Options struct {
 	// through the mount makes more; directories beyond the cap are not
 	// watched, and the kernel trusts what it caches from them for 1 s.
 	MaxWatches int
+	// NoWatch leaves the backing tree unwatched: for a backing tree only
+	// the mount changes (a branch's view).
+	NoWatch bool
 	// AllowOther lets other users use the mount (FUSE allow_other).
 	AllowOther bool
 	// NoPassthrough keeps every read and write going through the daemon.
@@ -147,7 +150,9 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		f.log = slog.Default()
 	}
 	f.root = &node{fsys: f}
-	if f.watch, err = startWatcher(f, cmp.Or(opts.MaxWatches, DefaultMaxWatches)); err != nil {
+	if opts.NoWatch {
+		// Nothing changes the backing tree but the mount.
+	} else if f.watch, err = startWatcher(f, cmp.Or(opts.MaxWatches, DefaultMaxWatches)); err != nil {
 		f.log.Warn("not watching the backing directory; outside changes show within the cache timeout", "err", err)
 	}
 	timeout := opts.CacheTimeout

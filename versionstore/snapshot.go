@@ -39,7 +39,7 @@ func (s *Store) MarkCheckpoint(name string) (Checkpoint, error) {
 	if err := checkName(name); err != nil {
 		return Checkpoint{}, err
 	}
-	cp, err := s.mark(name, false)
+	cp, err := s.markCounting(name, false, false)
 	if err != nil {
 		return cp, indexError("checkpoint", "", err)
 	}
