@@ -124,7 +124,7 @@ func (b *branches) serve(dir string, meta branchMeta) (*branch, error) {
 	}
 	cfg := b.m.cfg
 	cfg.Backing, cfg.MountPoint, cfg.StateDir = filepath.Join(dir, "view"), meta.MountPoint, filepath.Join(dir, "state")
-	cfg.Remote, cfg.Baseline, cfg.ReplacedDeadMount = "", false, false
+	cfg.Remote, cfg.Baseline, cfg.ReplacedDeadMount, cfg.Branch = "", false, false, meta.Name
 	if cfg.CacheTimeout == 0 {
 		cfg.CacheTimeout = 30 * time.Second // nothing but the branch's mount changes its view
 	}
@@ -207,7 +207,19 @@ func (b *branches) Drop(name string, force bool) error {
 	br.close(b.m.log)
 	b.m.store.RemoveCheckpoint(br.meta.Checkpoint)
 	os.Remove(br.meta.MountPoint)
-	return os.RemoveAll(br.dir)
+	return removeBranchDir(br.dir)
+}
+
+// removeBranchDir deletes a branch's files. It never descends into view/:
+// a view left mounted (detached lazily) is removed once it is gone.
+func removeBranchDir(dir string) error {
+	for _, d := range []string{"upper", "frozen", "state", "branch.json", "index.json", "index.json.tmp"} {
+		if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
+			return err
+		}
+	}
+	os.Remove(filepath.Join(dir, "view"))
+	return os.Remove(dir)
 }
 
 // List describes every branch.

@@ -50,6 +50,7 @@ type Config struct {
 	RemoteTakeover bool   // take the prefix from the dshfs that replicates to it
 
 	Version string // the build, as the mount's record and MCP sessions name it
+	Branch  string // the branch a branch's mount serves (branches.go); "": a workspace
 }
 
 // Observations of actors idle DefaultForgetActors are forgotten (a

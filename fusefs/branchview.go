@@ -190,11 +190,24 @@ func (v *BranchView) freeze(ver versionstore.Version) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", p, os.Getpid())
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	f, err := os.CreateTemp(v.frozen, "tmp-*")
+	if err != nil {
 		return "", err
 	}
-	return p, os.Rename(tmp, p)
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return p, err
 }
 
 func parentKey(key string) string {
