@@ -69,6 +69,9 @@ func MountBranchView(mnt string, store *versionstore.Store, snap *versionstore.S
 	if err != nil {
 		return nil, err
 	}
+	if err := likeRoot(o.Upper, store.Root()); err != nil {
+		return nil, err
+	}
 	v := &BranchView{snap: snap, store: store, lower: store.Root(), upper: o.Upper, frozen: o.Frozen, index: idx, writing: map[string]int{},
 		inos: map[string]uint64{}, nextIno: 2}
 	zero := time.Duration(0)
@@ -306,4 +309,17 @@ func (v *BranchView) moveIno(from, to string) {
 	if ok && to != "" {
 		v.inos[to] = ino
 	}
+}
+
+// likeRoot gives the upper directory, which is the view's root, the
+// workspace root's owner and permission bits (it lies in a 0700 directory).
+func likeRoot(upper, root string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(root, &st); err != nil {
+		return err
+	}
+	if err := os.Chmod(upper, os.FileMode(st.Mode&0o7777)); err != nil {
+		return err
+	}
+	return os.Lchown(upper, int(st.Uid), int(st.Gid))
 }
