@@ -198,7 +198,7 @@ func (b *branches) Drop(name string, force bool) error {
 	if err != nil {
 		return err
 	}
-	if w := br.view.Writing(); len(w) > 0 && !force {
+	if w := br.view.SettledWriting(versionstore.MergeWriterGrace); len(w) > 0 && !force {
 		return fmt.Errorf("%w %q has %d files open for writing; close them, or drop it with --force", ErrBranch, name, len(w))
 	}
 	b.mu.Lock()

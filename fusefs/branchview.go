@@ -105,6 +105,18 @@ func (v *BranchView) Unmount() error {
 	return nil
 }
 
+// SettledWriting lists the paths open for writing in the branch, once
+// those just closed are released (within grace: the kernel releases a file
+// after its close has returned).
+func (v *BranchView) SettledWriting(grace time.Duration) map[string]bool {
+	for end := time.Now().Add(grace); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if w := v.Writing(); len(w) == 0 {
+			return w
+		}
+	}
+	return v.Writing()
+}
+
 // Writing lists the paths open for writing in the branch.
 func (v *BranchView) Writing() map[string]bool {
 	v.mu.Lock()
@@ -258,7 +270,7 @@ func (v *BranchView) track(key string, delta int) {
 // of its own (with its bytes) and every file it deleted. Files open for
 // writing in the branch are marked.
 func (v *BranchView) Changes() ([]versionstore.BranchChange, error) {
-	writing := v.Writing()
+	writing := v.SettledWriting(versionstore.MergeWriterGrace)
 	var out []versionstore.BranchChange
 	err := filepath.WalkDir(v.upper, func(p string, d os.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() || strings.HasSuffix(p, ".dshfs-copyup") {

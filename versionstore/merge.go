@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -21,6 +22,12 @@ import (
 // conflict, and by default nothing is applied. The applied changes are one
 // step: they are written under the actor named by MergeStep, after a
 // checkpoint of that name, so that `rewind merge:NAME` undoes exactly them.
+
+// MergeWriterGrace bounds the wait, over a whole merge, for files being
+// written to be let go: the kernel releases a file after its close has
+// returned, so a command that has just written one may still hold it. A
+// file still held after it is a conflict.
+const MergeWriterGrace = 2 * time.Second
 
 // MergeStepPrefix begins the name of a merge's checkpoint and actor.
 const MergeStepPrefix = "merge:"
@@ -100,7 +107,11 @@ func (s *Store) mergePlan(cp Checkpoint, changes []BranchChange) (MergeResult, e
 		return res, err
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Key < changes[j].Key })
+	settle := time.Now().Add(MergeWriterGrace)
 	for _, c := range changes {
+		for s.mount.writing(c.Key) && time.Now().Before(settle) {
+			s.mount.awaitWriters(context.Background(), c.Key)
+		}
 		main, err := s.versionNow(c.Key)
 		if err != nil {
 			return res, err
