@@ -42,7 +42,13 @@ func (v *BranchView) copyUp(key string, empty bool) error {
 		}
 		return os.Symlink(target, up)
 	}
-	return copyFile(src.path, up, fi, empty)
+	if err := copyFile(src.path, up, fi, empty); err != nil || src.owner == nil {
+		return err
+	}
+	if err := os.Chmod(up, src.owner.Perm.Perm()); err != nil {
+		return err
+	}
+	return os.Lchown(up, int(src.owner.Uid), int(src.owner.Gid))
 }
 
 // upperParents makes the directories above key in the upper directory,

@@ -138,7 +138,8 @@ func (v *BranchView) Whiteouts() []string { return v.index.whiteouts() }
 type source struct {
 	path  string
 	upper bool
-	dir   bool // a directory that exists only in the snapshot's history
+	dir   bool                // a directory that exists only in the snapshot's history
+	owner *versionstore.Owner // a frozen file's owner and bits then (its file's are not)
 }
 
 // resolve finds key in the view.
@@ -182,7 +183,7 @@ func (v *BranchView) resolveLower(key string) (source, error) {
 	if err != nil {
 		return source{}, syscall.EIO
 	}
-	return source{path: p}, nil
+	return source{path: p, owner: st.Owner}, nil
 }
 
 // impliedDir is key as a directory that held files at the branch point and
@@ -243,7 +244,10 @@ func (v *BranchView) stat(key string, out *fuse.Attr) syscall.Errno {
 		return toErrno(err)
 	}
 	out.FromStat(statToSyscall(&st))
-	out.Ino = 0
+	if o := src.owner; o != nil {
+		out.Uid, out.Gid = o.Uid, o.Gid
+		out.Mode = out.Mode&^0o7777 | uint32(o.Perm.Perm())
+	}
 	return 0
 }
 

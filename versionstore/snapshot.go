@@ -30,6 +30,9 @@ type SnapState struct {
 	// Unknown says the version then was not known (changed before dshfs
 	// had seen the file).
 	Unknown bool
+	// Owner is who owned the file then, and its permission bits (nil:
+	// unknown).
+	Owner *Owner
 }
 
 // MarkCheckpoint records a checkpoint at the journal's end without looking
@@ -69,7 +72,7 @@ func (sn *Snapshot) State(key string) (SnapState, error) {
 	if !ok {
 		return SnapState{}, nil
 	}
-	return SnapState{Changed: true, Version: e.Prev, Unknown: e.PrevUnknown}, nil
+	return SnapState{Changed: true, Version: e.Prev, Unknown: e.PrevUnknown, Owner: e.PrevOwner}, nil
 }
 
 // Drifted lists the children of directory dir that changed since the
