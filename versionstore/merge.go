@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -225,9 +223,6 @@ func (s *Store) mergeOne(ctx context.Context, it MergeItem, data []byte, w Write
 	}()
 	unlock := s.locks.Lock(it.Path)
 	defer unlock()
-	if err := s.makeParents(it.Path); err != nil {
-		return err
-	}
 	expect := it.Main
 	_, err = s.putBackLocked(ctx, t, it.Branch, nil, data, &expect, w)
 	if stopOnIndex(it.Path, err) != nil {
@@ -255,27 +250,6 @@ func (s *Store) mergeUndo(ctx context.Context, res *MergeResult, it *MergeItem, 
 	res.Applied = 0
 	if rerr != nil {
 		return fmt.Errorf("merge %s: %w; undoing what it had applied failed: %w", res.Step, err, rerr)
-	}
-	return nil
-}
-
-// makeParents makes the directories above key that the workspace lacks,
-// each inside the one above it as resolved (a symlink cannot lead out).
-func (s *Store) makeParents(key string) error {
-	real := s.rootPath
-	for _, name := range splitPath(parentKey(key)) {
-		if name == "." {
-			continue
-		}
-		next := filepath.Join(real, name)
-		if err := os.Mkdir(next, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return err
-		}
-		r, err := filepath.EvalSymlinks(next)
-		if err != nil || !inside(s.rootPath, r) {
-			return fmt.Errorf("make directory %s: outside the workspace", next)
-		}
-		real = r
 	}
 	return nil
 }

@@ -72,12 +72,13 @@ func TestMergeStep(t *testing.T) {
 	if got := ts.get("a.txt"); got != "a0\n" {
 		t.Errorf("a.txt after a refused merge = %q", got)
 	}
-	res, err = ts.Merge(ctx, "x", "branch:x", changes(), MergeOptions{Partial: true})
-	if err != nil || res.Applied != 1 || res.Step != "merge:x" {
+	partial := append(changes(), BranchChange{Key: "new/dir/c.txt", Version: SumString("c\n"), Data: []byte("c\n")})
+	res, err = ts.Merge(ctx, "x", "branch:x", partial, MergeOptions{Partial: true})
+	if err != nil || res.Applied != 2 || res.Step != "merge:x" {
 		t.Fatalf("partial merge = %+v, %v", res, err)
 	}
-	if a, b := ts.get("a.txt"), ts.get("b.txt"); a != "a-br\n" || b != "b-main\n" {
-		t.Errorf("after the partial merge: a.txt %q, b.txt %q", a, b)
+	if a, b, c := ts.get("a.txt"), ts.get("b.txt"), ts.get("new/dir/c.txt"); a != "a-br\n" || b != "b-main\n" || c != "c\n" {
+		t.Errorf("after the partial merge: a.txt %q, b.txt %q, new/dir/c.txt %q", a, b, c)
 	}
 	ts.put("c.txt", "later\n")
 	if _, err := ts.Rewind(ctx, "merge:x", RewindOptions{}); err != nil {
