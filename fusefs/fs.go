@@ -11,7 +11,10 @@
 // written through the mount (writers.go), which the store asks before a tool
 // may replace one, and the clearing of set-id bits the kernel leaves to it
 // (killpriv.go). Tool writes published behind the kernel's back are
-// invalidated in the kernel's caches at once.
+// invalidated in the kernel's caches at once. It also owns a branch's
+// private view (branchview.go): the union of the branch's own files over a
+// snapshot of the workspace, copy-up, whiteouts, and which of its files are
+// open for writing.
 //
 // It works on directory file descriptors (*at system calls), never on
 // absolute backing paths, so paths near PATH_MAX work. syscall.Errno appears
