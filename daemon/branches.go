@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -74,17 +75,20 @@ func (b *branches) New(name, actor string) (unixsocket.BranchInfo, error) {
 	}
 	meta := branchMeta{Name: name, Actor: actor, Checkpoint: "branch:" + name, MountPoint: b.m.cfg.MountPoint + "@" + name, Created: time.Now().UTC()}
 	if err := b.prepare(dir, meta); err != nil {
-		os.RemoveAll(dir)
+		removeBranchDir(dir)
 		return unixsocket.BranchInfo{}, err
 	}
 	if _, err := b.m.store.MarkCheckpoint(meta.Checkpoint); err != nil {
-		os.RemoveAll(dir)
+		removeBranchDir(dir)
+		if errors.Is(err, versionstore.ErrCheckpointExists) {
+			err = fmt.Errorf("%w %q: %w (dshfs checkpoint rm %s frees the name)", ErrBranch, name, err, meta.Checkpoint)
+		}
 		return unixsocket.BranchInfo{}, err
 	}
 	br, err := b.serve(dir, meta)
 	if err != nil {
 		b.m.store.RemoveCheckpoint(meta.Checkpoint)
-		os.RemoveAll(dir)
+		removeBranchDir(dir)
 		return unixsocket.BranchInfo{}, err
 	}
 	b.all[name] = br
@@ -213,6 +217,12 @@ func (b *branches) Drop(name string, force bool) error {
 // removeBranchDir deletes a branch's files. It never descends into view/:
 // a view left mounted (detached lazily) is removed once it is gone.
 func removeBranchDir(dir string) error {
+	if js, err := os.ReadFile(filepath.Join(dir, "branch.json")); err == nil {
+		var meta branchMeta
+		if json.Unmarshal(js, &meta) == nil && meta.MountPoint != "" {
+			os.Remove(meta.MountPoint) // only if empty: not mounted
+		}
+	}
 	for _, d := range []string{"upper", "frozen", "state", "branch.json", "index.json", "index.json.tmp"} {
 		if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
 			return err

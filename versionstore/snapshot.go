@@ -1,6 +1,7 @@
 package versionstore
 
 import (
+	"errors"
 	"path"
 	"strings"
 	"sync"
@@ -43,10 +44,10 @@ func (s *Store) MarkCheckpoint(name string) (Checkpoint, error) {
 		return Checkpoint{}, err
 	}
 	cp, err := s.markCounting(name, false, false)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrCheckpointExists) {
 		return cp, indexError("checkpoint", "", err)
 	}
-	return cp, nil
+	return cp, err
 }
 
 // Snapshot returns the workspace as at checkpoint name.
