@@ -242,7 +242,24 @@ func (n *bnode) Rename(ctx context.Context, name string, newParent fs.InodeEmbed
 
 var _ = (fs.NodeLinker)((*bnode)(nil))
 
-// Link answers EXDEV: a hard link would need both names in one layer.
+// Link links within the upper layer: the target is copied up first. (The
+// mount over the view links a new file's temporary name to its name when
+// a tool writes it.) Each name has an inode number of its own in the view.
 func (n *bnode) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	return nil, syscall.EXDEV
+	from, to := target.(*bnode).key(), n.childKey(name)
+	if _, err := n.v.resolve(to); err == nil {
+		return nil, syscall.EEXIST
+	}
+	if err := n.v.copyUp(from, false); err != nil {
+		return nil, toErrno(err)
+	}
+	dst, errno := n.upperPath(to)
+	if errno != 0 {
+		return nil, errno
+	}
+	if err := syscall.Link(filepath.Join(n.v.upper, from), dst); err != nil {
+		return nil, toErrno(err)
+	}
+	n.v.unwhite(to)
+	return n.child(ctx, to, out)
 }

@@ -12,7 +12,7 @@ package fusefs
 //
 // The first change to a file copies it up whole (copyup.go); a truncating
 // open or a truncation to zero copies nothing. Renaming a directory answers
-// EXDEV (mv copies it), as does link. The view is served read-write to its
+// EXDEV (mv copies it); a link is made within the upper directory. The view is served read-write to its
 // owner only: the daemon mounts it in a 0700 directory, without
 // allow_other, and versions nothing: the branch's ordinary dshfs mount over
 // it does.
