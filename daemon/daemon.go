@@ -1,7 +1,8 @@
 // Package daemon owns a running mount: checking the mount point, opening
 // the workspace's store, mounting it (fusefs), serving its tools on the
 // socket in the state directory (unixsocket, mcptools), unmounting on a
-// signal, and starting itself detached. It also owns the mount registry —
+// signal, and starting itself detached; and the workspace's branches, each
+// a private view and an ordinary mount over it (branches.go). It also owns the mount registry —
 // how any process finds the daemon of a running mount (registry.go) —,
 // where a workspace's state directory is (statedir.go), and the lock by
 // which one daemon at a time versions a backing directory (backinglock.go).
@@ -56,6 +57,7 @@ type Config struct {
 	From, At string
 
 	Version string // the build, as the mount's record and MCP sessions name it
+	Branch  string // the branch a branch's mount serves (branches.go); "": a workspace
 }
 
 // Observations of actors idle DefaultForgetActors are forgotten (a

@@ -47,12 +47,15 @@ type Record struct {
 	Pid        int    `json:"pid"`
 	UID        int    `json:"uid"`
 	Version    string `json:"version"`
+	// Branch names the branch a branch's mount serves (its daemon is the
+	// workspace's: stopping it stops the workspace's mount too).
+	Branch string `json:"branch,omitempty"`
 }
 
 // record is the Record the root of cfg's mount answers.
 func record(cfg Config) []byte {
 	b, _ := json.Marshal(Record{MountPoint: cfg.MountPoint, Backing: cfg.Backing, Socket: socketPath(cfg.StateDir), StateDir: cfg.StateDir,
-		Pid: os.Getpid(), UID: os.Geteuid(), Version: cfg.Version})
+		Pid: os.Getpid(), UID: os.Geteuid(), Version: cfg.Version, Branch: cfg.Branch})
 	return b
 }
 

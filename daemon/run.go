@@ -34,6 +34,9 @@ type mount struct {
 	drain func()
 	// remote ships the history to Config.Remote (nil: none).
 	remote *remote.Replicator
+	// branches are the workspace's branches (nil for a branch's own mount).
+	branches *branches
+	isBranch bool
 }
 
 // Run mounts cfg.Backing at cfg.MountPoint, serves its tools, and returns
@@ -166,6 +169,9 @@ func (m *mount) start(umask os.FileMode) (func(), error) {
 		store.Close()
 		return nil, err
 	}
+	if !m.isBranch {
+		m.branches = &branches{m: m, umask: umask, all: map[string]*branch{}}
+	}
 	if m.drain, err = m.serve(); err != nil {
 		m.fsys.Unmount()
 		stopRemote()
@@ -173,8 +179,14 @@ func (m *mount) start(umask os.FileMode) (func(), error) {
 		return nil, err
 	}
 	stopBaseline := startBaseline(store, m.cfg.Baseline, m.log)
+	if m.branches != nil {
+		m.branches.resume()
+	}
 	return func() {
 		m.drain()
+		if m.branches != nil {
+			m.branches.close()
+		}
 		t0 := time.Now()
 		stopBaseline()
 		stopRemote()
@@ -205,7 +217,7 @@ func (m *mount) openStore(umask os.FileMode) (*versionstore.Store, error) {
 // mountFS mounts the store, saying why not in fusermount3's own words.
 func (m *mount) mountFS() error {
 	logged := logSize(m.cfg.StateDir)
-	fsys, err := fusefs.Mount(m.cfg.MountPoint, m.store, fusefs.Options{AllowOther: m.cfg.AllowOther, CacheTimeout: m.cfg.CacheTimeout, MaxWatches: m.cfg.MaxWatches,
+	fsys, err := fusefs.Mount(m.cfg.MountPoint, m.store, fusefs.Options{AllowOther: m.cfg.AllowOther, CacheTimeout: m.cfg.CacheTimeout, MaxWatches: m.cfg.MaxWatches, NoWatch: m.isBranch,
 		Debug: m.cfg.Debug, Logger: m.log, NoPassthrough: m.cfg.NoPassthrough, IOUring: m.cfg.IOUring, DaemonInfo: record(m.cfg)})
 	if err != nil {
 		return explainMountFailure(err, fusermountSaid(m.cfg.StateDir, logged), m.cfg.AllowOther)

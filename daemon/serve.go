@@ -68,7 +68,17 @@ func (m *mount) server(svc *toolapi.Service, pol *policy.Policy) *unixsocket.Ser
 		Store:           m.store,
 		MCP:             mcpSessions(svc, m.cfg.Version, newActorNames(pol)),
 		RegisterProcess: registerWith(m.fsys.Actors()),
+		Branches:        m.branchesAPI(),
 	})
+}
+
+// branchesAPI is the socket's side of the branches (nil in a branch's own
+// mount: branches of branches are not served).
+func (m *mount) branchesAPI() unixsocket.Branches {
+	if m.branches == nil {
+		return nil
+	}
+	return m.branches
 }
 
 // registerWith registers a process with actors for the socket's peer: its

@@ -27,6 +27,17 @@ type Actors struct {
 	mu    sync.Mutex
 	roots map[proc]string // registered processes
 	seen  map[proc]seen   // what was found, for a moment
+	// fallback is the actor of writes by processes no registered one
+	// started (a branch's mount: the actor it was made for); "": none.
+	fallback string
+}
+
+// SetDefault makes actor the actor of every write through the mount that no
+// registered process accounts for.
+func (a *Actors) SetDefault(actor string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fallback = actor
 }
 
 // proc is a process, across pid reuse.
@@ -86,10 +97,13 @@ func (a *Actors) attribute(w versionstore.Writer) versionstore.Writer {
 		return w
 	}
 	a.mu.Lock()
-	empty := len(a.roots) == 0
+	empty, fallback := len(a.roots) == 0, a.fallback
 	a.mu.Unlock()
 	if !empty {
 		w.Actor = a.of(w.Pid)
+	}
+	if w.Actor == "" {
+		w.Actor = fallback
 	}
 	return w
 }

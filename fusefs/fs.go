@@ -13,7 +13,10 @@
 // (killpriv.go). Tool writes published behind the kernel's back are
 // invalidated in the kernel's caches at once. POSIX ACLs are the backing
 // files' own, enforced by the kernel; the daemon applies a creator's umask
-// where no default ACL rules instead (acl.go).
+// where no default ACL rules instead (acl.go). It also owns a branch's
+// private view (branchview.go): the union of the branch's own files over a
+// snapshot of the workspace, copy-up, whiteouts, and which of its files are
+// open for writing.
 //
 // It works on directory file descriptors (*at system calls), never on
 // absolute backing paths, so paths near PATH_MAX work. syscall.Errno appears
@@ -56,6 +59,9 @@ type Options struct {
 	// through the mount makes more; directories beyond the cap are not
 	// watched, and the kernel trusts what it caches from them for 1 s.
 	MaxWatches int
+	// NoWatch leaves the backing tree unwatched: for a backing tree only
+	// the mount changes (a branch's view).
+	NoWatch bool
 	// AllowOther lets other users use the mount (FUSE allow_other).
 	AllowOther bool
 	// NoPassthrough keeps every read and write going through the daemon.
@@ -163,7 +169,9 @@ func Mount(mountpoint string, store *versionstore.Store, opts Options) (*FS, err
 		f.log = slog.Default()
 	}
 	f.root = &node{fsys: f}
-	if f.watch, err = startWatcher(f, cmp.Or(opts.MaxWatches, DefaultMaxWatches)); err != nil {
+	if opts.NoWatch {
+		// Nothing changes the backing tree but the mount.
+	} else if f.watch, err = startWatcher(f, cmp.Or(opts.MaxWatches, DefaultMaxWatches)); err != nil {
 		f.log.Warn("not watching the backing directory; outside changes show within the cache timeout", "err", err)
 	}
 	timeout := opts.CacheTimeout

@@ -91,6 +91,7 @@ func TestOpenAPIConformance(t *testing.T) {
 	c.processes()
 	c.mcp()
 	c.noStore()
+	c.branches()
 	c.corruption()
 	c.get("/v1/openapi.json", 200, loose)
 	c.unrouted(c.hc, exchange{method: "GET", target: "/v1/nothing"})

@@ -60,6 +60,9 @@ type Config struct {
 	// seconds.
 	MaxConns int
 	Logger   *slog.Logger
+	// Branches serves the workspace's branches (nil: those routes answer
+	// 404).
+	Branches Branches
 }
 
 // Server serves the API.
@@ -144,6 +147,11 @@ type route struct {
 func (s *Server) routeTable() []route {
 	return []route{
 		{"POST /v1/actors/{actor}/processes", s.registerProcess},
+		{"GET /v1/branches", s.needBranches(s.branches)},
+		{"POST /v1/branches", s.needBranches(s.newBranch)},
+		{"DELETE /v1/branches/{name}", s.needBranches(s.dropBranch)},
+		{"GET /v1/branches/{name}/diff", s.needBranches(s.branchDiff)},
+		{"POST /v1/branches/{name}/merge", s.needBranches(s.mergeBranch)},
 		{"GET /v1/checkpoints", s.needStore(s.checkpoints)},
 		{"POST /v1/checkpoints", s.needStore(s.checkpoint)},
 		{"DELETE /v1/checkpoints/{name}", s.needStore(s.removeCheckpoint)},

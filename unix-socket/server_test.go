@@ -67,6 +67,9 @@ func startDaemonWith(t testing.TB, cfg Config, tune func(*Server), wrap ...func(
 		}
 		return nil
 	}
+	if cfg.Branches == nil {
+		cfg.Branches = fakeBranches{}
+	}
 	d.srv = NewServer(cfg)
 	if tune != nil {
 		tune(d.srv)

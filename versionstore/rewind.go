@@ -107,6 +107,12 @@ func (s *Store) checkpoint(ctx context.Context, name string, auto bool, progress
 // mark records a checkpoint at the journal's end, the index being up to
 // date with the workspace.
 func (s *Store) mark(name string, auto bool) (Checkpoint, error) {
+	return s.markCounting(name, auto, true)
+}
+
+// markCounting is mark; without count, Checkpoint.Files is left 0 and the
+// index's files are not read (a branch's checkpoint: O(1)).
+func (s *Store) markCounting(name string, auto, count bool) (Checkpoint, error) {
 	s.flushPending()
 	var cp Checkpoint
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -121,12 +127,9 @@ func (s *Store) mark(name string, auto bool) (Checkpoint, error) {
 			return fmt.Errorf("checkpoint %q %w", name, ErrCheckpointExists)
 		}
 		files := 0
-		tx.Bucket(bucketFiles).ForEach(func(_, v []byte) error {
-			if r, err := decodeRecord(v); err == nil && !r.Version.IsZero() {
-				files++
-			}
-			return nil
-		})
+		if count {
+			files = countFiles(tx)
+		}
 		cp = Checkpoint{Name: name, Seq: journalSeq(tx), Time: s.now().UTC(), Files: files, Auto: auto}
 		v, err := encodeCheckpoint(cp)
 		if err != nil {
@@ -135,6 +138,18 @@ func (s *Store) mark(name string, auto bool) (Checkpoint, error) {
 		return b.Put([]byte(name), v)
 	})
 	return cp, err
+}
+
+// countFiles is the number of files the index holds a version of.
+func countFiles(tx *bolt.Tx) int {
+	files := 0
+	tx.Bucket(bucketFiles).ForEach(func(_, v []byte) error {
+		if r, err := decodeRecord(v); err == nil && !r.Version.IsZero() {
+			files++
+		}
+		return nil
+	})
+	return files
 }
 
 // checkName refuses a checkpoint name that would not print as itself: a
@@ -370,6 +385,9 @@ func (s *Store) Rewind(ctx context.Context, name string, o RewindOptions) (Rewin
 	st, err := s.sync(ctx, "rewind", o.Progress)
 	if err != nil {
 		return res, err
+	}
+	if o.Actor == "" && IsMergeStep(name) {
+		o.Actor = name // a merge's step: its changes alone
 	}
 	if o.Actor != "" {
 		return s.rewindActor(ctx, cp, st.Unread, o, res)

@@ -3,7 +3,9 @@
 // hashing limit: unhashed.go), the per-file locks, the
 // atomic compare-and-swap publish of tool writes and updates, each file's
 // bounded history with writer identity, the kept bytes of every version (the
-// object store), the journal of changes, checkpoints, restore and rewind.
+// object store), the journal of changes, checkpoints, restore and rewind,
+// snapshots at a checkpoint and the merge of a branch's changes
+// (snapshot.go, merge.go).
 //
 // Every path is resolved inside the backing directory first (an os.Root), and
 // every operation on a resolved key goes through the descriptor of its

@@ -18,6 +18,9 @@ func hoistFlags(app *cli.App, args []string) []string {
 	if cmd == nil {
 		return args
 	}
+	if len(cmd.Subcommands) > 0 { // dshfs branch new NAME --actor A: the subcommand's flags
+		return append([]string{args[0]}, hoistFlags(&cli.App{Commands: cmd.Subcommands}, args[1:])...)
+	}
 	takesValue := valueFlags(cmd)
 	var flags, positional []string
 	rest := args[2:]

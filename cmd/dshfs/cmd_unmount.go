@@ -44,6 +44,10 @@ func runUnmount(ctx context.Context, mnt string, lazy bool) error {
 	if !ok {
 		return cli.Exit(fmt.Sprintf("no dshfs mount at %s; dshfs status lists the running mounts", quote.Name(mnt)), exitNotFound)
 	}
+	if b := e.Record.Branch; b != "" {
+		return cli.Exit(fmt.Sprintf("%s is the branch %s of a workspace, served by the workspace's daemon: dshfs branch drop %s removes it, and unmounting the workspace stops it",
+			quote.Name(e.MountPoint), quote.Name(b), quote.Name(b)), exitUsage)
+	}
 	os.Chdir("/") // this command's own working directory must not hold it
 	holders := daemon.Holders(e.MountPoint)
 	switch {

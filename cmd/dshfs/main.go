@@ -50,6 +50,7 @@ func newApp() *cli.App {
 			mcpCommand(),
 			toolsCommand(),
 			execCommand(),
+			branchCommand(),
 		},
 		ExitErrHandler: func(c *cli.Context, err error) {},
 	}

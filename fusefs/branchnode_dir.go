@@ -1,0 +1,265 @@
+package fusefs
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// list is the union listing of directory key: the upper directory's
+// entries and, unless it is opaque, the snapshot's, less whiteouts.
+func (v *BranchView) list(key string) ([]fuse.DirEntry, syscall.Errno) {
+	src, err := v.resolve(key)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	seen := map[string]uint32{}
+	if src.upper {
+		readNames(filepath.Join(v.upper, key), seen)
+	}
+	if !v.index.opaqueAbove(key) {
+		v.lowerNames(key, seen)
+	}
+	for name := range v.index.whitedIn(key) {
+		delete(seen, name)
+	}
+	out := make([]fuse.DirEntry, 0, len(seen))
+	for name, mode := range seen {
+		out = append(out, fuse.DirEntry{Name: name, Mode: mode})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, 0
+}
+
+// lowerNames adds the snapshot's entries of directory key to seen: the
+// workspace's now, corrected by what changed since the branch point.
+func (v *BranchView) lowerNames(key string, seen map[string]uint32) {
+	lower := map[string]uint32{}
+	if src, err := v.resolveLower(key); err == nil && !src.dir {
+		readNames(src.path, lower)
+	}
+	drift, _ := v.snap.Drifted(key)
+	for name, isDir := range drift {
+		st, err := v.snap.State(filepath.Join(key, name))
+		switch {
+		case isDir:
+			lower[name] = syscall.S_IFDIR
+		case err == nil && st.Changed && st.Version.IsZero():
+			delete(lower, name)
+		case err == nil && st.Changed:
+			lower[name] = syscall.S_IFREG
+		}
+	}
+	for name, mode := range lower {
+		if _, ok := seen[name]; !ok {
+			seen[name] = mode
+		}
+	}
+}
+
+func readNames(dir string, into map[string]uint32) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		into[e.Name()] = modeOf(e)
+	}
+}
+
+func modeOf(e os.DirEntry) uint32 {
+	switch t := e.Type(); {
+	case t.IsDir():
+		return syscall.S_IFDIR
+	case t&os.ModeSymlink != 0:
+		return syscall.S_IFLNK
+	case t.IsRegular():
+		return syscall.S_IFREG
+	}
+	return 0
+}
+
+var _ = (fs.NodeCreater)((*bnode)(nil))
+
+func (n *bnode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	key := n.childKey(name)
+	p, errno := n.upperPath(key)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	if flags&syscall.O_EXCL != 0 {
+		if _, err := n.v.resolve(key); err == nil {
+			return nil, nil, 0, syscall.EEXIST
+		}
+	} else if err := n.v.copyUp(key, true); err != nil && toErrno(err) != syscall.ENOENT {
+		return nil, nil, 0, toErrno(err)
+	}
+	fd, err := syscall.Open(p, int(flags)|syscall.O_CREAT|syscall.O_NOFOLLOW, mode)
+	if err != nil {
+		return nil, nil, 0, toErrno(err)
+	}
+	n.v.unwhite(key)
+	child, errno := n.child(ctx, key, out)
+	if errno != 0 {
+		syscall.Close(fd)
+		return nil, nil, 0, errno
+	}
+	n.v.track(key, 1)
+	return child, &bfile{FileHandle: fs.NewLoopbackFile(fd), key: key}, 0, 0
+}
+
+// unwhite forgets a whiteout at key, which exists again.
+func (v *BranchView) unwhite(key string) {
+	if v.index.get(key) == entryWhiteout {
+		v.index.set(key, "")
+	}
+}
+
+var _ = (fs.NodeMkdirer)((*bnode)(nil))
+
+func (n *bnode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	key := n.childKey(name)
+	if _, err := n.v.resolve(key); err == nil {
+		return nil, syscall.EEXIST
+	}
+	p, errno := n.upperPath(key)
+	if errno != 0 {
+		return nil, errno
+	}
+	if err := syscall.Mkdir(p, mode); err != nil {
+		return nil, toErrno(err)
+	}
+	if n.v.index.get(key) == entryWhiteout {
+		n.v.index.set(key, entryOpaque) // a new directory: nothing of the old one shows
+	}
+	return n.child(ctx, key, out)
+}
+
+var _ = (fs.NodeSymlinker)((*bnode)(nil))
+
+func (n *bnode) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	key := n.childKey(name)
+	if _, err := n.v.resolve(key); err == nil {
+		return nil, syscall.EEXIST
+	}
+	p, errno := n.upperPath(key)
+	if errno != 0 {
+		return nil, errno
+	}
+	if err := syscall.Symlink(target, p); err != nil {
+		return nil, toErrno(err)
+	}
+	n.v.unwhite(key)
+	return n.child(ctx, key, out)
+}
+
+var _ = (fs.NodeUnlinker)((*bnode)(nil))
+
+func (n *bnode) Unlink(ctx context.Context, name string) syscall.Errno {
+	return n.v.remove(n.childKey(name), false)
+}
+
+var _ = (fs.NodeRmdirer)((*bnode)(nil))
+
+func (n *bnode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	key := n.childKey(name)
+	ents, errno := n.v.list(key)
+	if errno != 0 {
+		return errno
+	}
+	if len(ents) > 0 {
+		return syscall.ENOTEMPTY
+	}
+	return n.v.remove(key, true)
+}
+
+// remove deletes key from the view: its upper file, and a whiteout if the
+// snapshot has it.
+func (v *BranchView) remove(key string, dir bool) syscall.Errno {
+	src, err := v.resolve(key)
+	if err != nil {
+		return toErrno(err)
+	}
+	if src.upper {
+		rm := syscall.Unlink
+		if dir {
+			rm = syscall.Rmdir
+		}
+		if err := rm(src.path); err != nil {
+			return toErrno(err)
+		}
+	}
+	v.moveIno(key, "")
+	if v.index.get(key) == entryOpaque {
+		v.index.set(key, "")
+	}
+	if _, err := v.resolveLower(key); err == nil {
+		return toErrno(v.index.set(key, entryWhiteout))
+	}
+	return 0
+}
+
+var _ = (fs.NodeRenamer)((*bnode)(nil))
+
+// Rename moves a file within the view: it is copied up and its old name
+// whited out. Directories answer EXDEV, as for a move across filesystems.
+func (n *bnode) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	from, to := n.childKey(name), newParent.(*bnode).childKey(newName)
+	src, err := n.v.resolve(from)
+	if err != nil {
+		return toErrno(err)
+	}
+	if fi, err := os.Lstat(src.path); err != nil || src.dir || fi.IsDir() || flags&^uint32(1) != 0 {
+		return syscall.EXDEV
+	}
+	if flags&1 != 0 { // RENAME_NOREPLACE
+		if _, err := n.v.resolve(to); err == nil {
+			return syscall.EEXIST
+		}
+	}
+	if err := n.v.copyUp(from, false); err != nil {
+		return toErrno(err)
+	}
+	dst, errno := n.upperPath(to)
+	if errno != 0 {
+		return errno
+	}
+	if err := syscall.Rename(filepath.Join(n.v.upper, from), dst); err != nil {
+		return toErrno(err)
+	}
+	n.v.moveIno(from, to)
+	n.v.unwhite(to)
+	if _, err := n.v.resolveLower(from); err == nil && !n.v.index.opaqueAbove(from) {
+		return toErrno(n.v.index.set(from, entryWhiteout))
+	}
+	return 0
+}
+
+var _ = (fs.NodeLinker)((*bnode)(nil))
+
+// Link links within the upper layer: the target is copied up first. (The
+// mount over the view links a new file's temporary name to its name when
+// a tool writes it.) Each name has an inode number of its own in the view.
+func (n *bnode) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	from, to := target.(*bnode).key(), n.childKey(name)
+	if _, err := n.v.resolve(to); err == nil {
+		return nil, syscall.EEXIST
+	}
+	if err := n.v.copyUp(from, false); err != nil {
+		return nil, toErrno(err)
+	}
+	dst, errno := n.upperPath(to)
+	if errno != 0 {
+		return nil, errno
+	}
+	if err := syscall.Link(filepath.Join(n.v.upper, from), dst); err != nil {
+		return nil, toErrno(err)
+	}
+	n.v.unwhite(to)
+	return n.child(ctx, to, out)
+}

@@ -1,0 +1,346 @@
+package fusefs
+
+// A branch view is the private filesystem a branch's ordinary mount stands
+// on: a union of the branch's own layer (upper, a plain directory) over a
+// snapshot of the workspace (versionstore.Snapshot). A path resolves to
+//
+//   - nothing, if the branch deleted it (a whiteout in the branch's index);
+//   - the upper file, once the branch changed it;
+//   - else the snapshot: the workspace's file if nothing changed it since
+//     the branch point, or the bytes of its version then (frozen: written
+//     out once from the object store into the branch's frozen directory).
+//
+// The first change to a file copies it up whole (copyup.go); a truncating
+// open or a truncation to zero copies nothing. Renaming a directory answers
+// EXDEV (mv copies it); a link is made within the upper directory. The view is served read-write to its
+// owner only: the daemon mounts it in a 0700 directory, without
+// allow_other, and versions nothing: the branch's ordinary dshfs mount over
+// it does.
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dshfs/dshfs/versionstore"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// BranchView is a mounted branch view.
+type BranchView struct {
+	snap   *versionstore.Snapshot
+	store  *versionstore.Store // the workspace's: the bytes of frozen versions
+	lower  string              // the workspace's backing directory
+	upper  string              // the branch's own files
+	frozen string              // bytes of versions at the branch point, by version
+	index  *branchIndex        // whiteouts and opaque directories
+	server *fuse.Server
+	mnt    string
+
+	mu      sync.Mutex     // copy-ups and index changes
+	writing map[string]int // open-for-write handles by path
+
+	// A path keeps its inode number for as long as the view is served
+	// (the kernel forgets nodes, and the mount over the view compares
+	// numbers to find entries swapped under it).
+	inoMu   sync.Mutex
+	inos    map[string]uint64
+	nextIno uint64
+}
+
+// BranchViewOptions say where a branch view keeps its layer.
+type BranchViewOptions struct {
+	Upper  string // the branch's files
+	Frozen string // the branch point's bytes of files changed since
+	Index  string // the file recording whiteouts and opaque directories
+	Debug  bool
+}
+
+// MountBranchView serves at mnt the union of o.Upper over snap.
+func MountBranchView(mnt string, store *versionstore.Store, snap *versionstore.Snapshot, o BranchViewOptions) (*BranchView, error) {
+	idx, err := loadBranchIndex(o.Index)
+	if err != nil {
+		return nil, err
+	}
+	if err := likeRoot(o.Upper, store.Root()); err != nil {
+		return nil, err
+	}
+	v := &BranchView{snap: snap, store: store, lower: store.Root(), upper: o.Upper, frozen: o.Frozen, index: idx, writing: map[string]int{},
+		inos: map[string]uint64{}, nextIno: 2}
+	// The snapshot's files do not change (a file the workspace changes is
+	// served from its bytes at the branch point, the same as before), and
+	// the branch's own change through this view: the kernel may trust what
+	// it caches for a second. (The branch's mount over the view trusts its
+	// own caches longer.)
+	second, zero := time.Second, time.Duration(0)
+	opts := &fs.Options{EntryTimeout: &second, AttrTimeout: &second, NegativeTimeout: &zero, NullPermissions: true}
+	opts.MountOptions = fuse.MountOptions{FsName: "dshfs-branch", Name: "dshfs-branch", DirectMount: os.Geteuid() == 0,
+		Options: []string{"default_permissions"}, MaxWrite: 1 << 20, Debug: o.Debug,
+		// A passthrough open and one through the daemon may not share an
+		// inode (the kernel answers EIO), and a copy-up changes the file
+		// under a node: every read and write goes through the daemon.
+		DisabledCapabilities: fuse.CAP_PASSTHROUGH}
+	server, err := fs.Mount(mnt, &bnode{v: v}, opts)
+	if err != nil {
+		return nil, mountError(err)
+	}
+	v.server, v.mnt = server, mnt
+	return v, nil
+}
+
+// Unmount unmounts the view.
+func (v *BranchView) Unmount() error {
+	var err error
+	for range 20 {
+		if err = v.server.Unmount(); err == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if derr := detach(v.mnt); derr != nil {
+		return fmt.Errorf("unmount branch view: %w", err)
+	}
+	return nil
+}
+
+// SettledWriting lists the paths open for writing in the branch, once
+// those just closed are released (within grace: the kernel releases a file
+// after its close has returned).
+func (v *BranchView) SettledWriting(grace time.Duration) map[string]bool {
+	for end := time.Now().Add(grace); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if w := v.Writing(); len(w) == 0 {
+			return w
+		}
+	}
+	return v.Writing()
+}
+
+// Writing lists the paths open for writing in the branch.
+func (v *BranchView) Writing() map[string]bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := map[string]bool{}
+	for k, n := range v.writing {
+		if n > 0 {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// Whiteouts lists the paths the branch deleted.
+func (v *BranchView) Whiteouts() []string { return v.index.whiteouts() }
+
+// source is where key's bytes are: an absolute path (upper, live or
+// frozen), or ENOENT.
+type source struct {
+	path  string
+	upper bool
+	dir   bool                // a directory that exists only in the snapshot's history
+	owner *versionstore.Owner // a frozen file's owner and bits then (its file's are not)
+}
+
+// resolve finds key in the view.
+func (v *BranchView) resolve(key string) (source, error) {
+	if v.index.hidden(key) {
+		return source{}, syscall.ENOENT
+	}
+	up := filepath.Join(v.upper, key)
+	if _, err := os.Lstat(up); err == nil {
+		return source{path: up, upper: true}, nil
+	}
+	if v.index.opaqueAbove(key) {
+		return source{}, syscall.ENOENT
+	}
+	return v.resolveLower(key)
+}
+
+// resolveLower finds key in the snapshot.
+func (v *BranchView) resolveLower(key string) (source, error) {
+	if key == "." {
+		return source{path: v.lower}, nil
+	}
+	st, err := v.snap.State(key)
+	if err != nil {
+		return source{}, syscall.EIO
+	}
+	if !st.Changed {
+		live := filepath.Join(v.lower, key)
+		if _, err := os.Lstat(live); err != nil {
+			return v.impliedDir(key)
+		}
+		return source{path: live}, nil
+	}
+	if st.Version.IsZero() {
+		return v.impliedDir(key)
+	}
+	if st.Unknown {
+		return source{}, syscall.EIO
+	}
+	p, err := v.freeze(st.Version)
+	if err != nil {
+		return source{}, syscall.EIO
+	}
+	return source{path: p, owner: st.Owner}, nil
+}
+
+// impliedDir is key as a directory that held files at the branch point and
+// is gone from the workspace since.
+func (v *BranchView) impliedDir(key string) (source, error) {
+	d, err := v.snap.Drifted(parentKey(key))
+	if err != nil || !d[path.Base(key)] {
+		return source{}, syscall.ENOENT
+	}
+	return source{path: v.frozen, dir: true}, nil
+}
+
+// freeze writes out the bytes of version ver once, and names the file.
+func (v *BranchView) freeze(ver versionstore.Version) (string, error) {
+	p := filepath.Join(v.frozen, ver.String()[3:])
+	if _, err := os.Lstat(p); err == nil {
+		return p, nil
+	}
+	data, err := v.store.Object(ver)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(v.frozen, "tmp-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return p, err
+}
+
+func parentKey(key string) string {
+	if d := path.Dir(key); d != "" {
+		return d
+	}
+	return "."
+}
+
+// stat fills out with key's attributes.
+func (v *BranchView) stat(key string, out *fuse.Attr) syscall.Errno {
+	src, err := v.resolve(key)
+	if err != nil {
+		return toErrno(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(src.path, &st); err != nil {
+		return toErrno(err)
+	}
+	out.FromStat(statToSyscall(&st))
+	if o := src.owner; o != nil {
+		out.Uid, out.Gid = o.Uid, o.Gid
+		out.Mode = out.Mode&^0o7777 | uint32(o.Perm.Perm())
+	}
+	return 0
+}
+
+func statToSyscall(st *unix.Stat_t) *syscall.Stat_t {
+	var s syscall.Stat_t
+	s.Dev, s.Ino, s.Nlink, s.Mode, s.Uid, s.Gid = st.Dev, st.Ino, uint64(st.Nlink), st.Mode, st.Uid, st.Gid
+	s.Rdev, s.Size, s.Blksize, s.Blocks = st.Rdev, st.Size, st.Blksize, st.Blocks
+	s.Atim = syscall.Timespec(st.Atim)
+	s.Mtim = syscall.Timespec(st.Mtim)
+	s.Ctim = syscall.Timespec(st.Ctim)
+	return &s
+}
+
+// track counts an open-for-write handle of key (delta +1 or -1).
+func (v *BranchView) track(key string, delta int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.writing[key] += delta; v.writing[key] <= 0 {
+		delete(v.writing, key)
+	}
+}
+
+// Changes lists what the branch changed, for a merge: every regular file
+// of its own (with its bytes) and every file it deleted. Files open for
+// writing in the branch are marked.
+func (v *BranchView) Changes() ([]versionstore.BranchChange, error) {
+	writing := v.SettledWriting(versionstore.MergeWriterGrace)
+	var out []versionstore.BranchChange
+	err := filepath.WalkDir(v.upper, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() || strings.HasSuffix(p, ".dshfs-copyup") {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		key, _ := filepath.Rel(v.upper, p)
+		key = filepath.ToSlash(key)
+		out = append(out, versionstore.BranchChange{Key: key, Version: versionstore.Sum(data), Data: data, Writing: writing[key]})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, key := range v.index.whiteouts() {
+		if src, err := v.resolveLower(key); err == nil && !src.dir {
+			if fi, err := os.Lstat(src.path); err == nil && fi.Mode().IsRegular() {
+				out = append(out, versionstore.BranchChange{Key: key})
+			}
+		}
+	}
+	return out, nil
+}
+
+// inoOf is key's inode number.
+func (v *BranchView) inoOf(key string) uint64 {
+	v.inoMu.Lock()
+	defer v.inoMu.Unlock()
+	ino, ok := v.inos[key]
+	if !ok {
+		ino = v.nextIno
+		v.nextIno++
+		v.inos[key] = ino
+	}
+	return ino
+}
+
+// moveIno gives to the inode number of from (a file renamed), or forgets
+// from when to is "".
+func (v *BranchView) moveIno(from, to string) {
+	v.inoMu.Lock()
+	defer v.inoMu.Unlock()
+	ino, ok := v.inos[from]
+	delete(v.inos, from)
+	if ok && to != "" {
+		v.inos[to] = ino
+	}
+}
+
+// likeRoot gives the upper directory, which is the view's root, the
+// workspace root's owner and permission bits (it lies in a 0700 directory).
+func likeRoot(upper, root string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(root, &st); err != nil {
+		return err
+	}
+	if err := os.Chmod(upper, os.FileMode(st.Mode&0o7777)); err != nil {
+		return err
+	}
+	return os.Lchown(upper, int(st.Uid), int(st.Gid))
+}

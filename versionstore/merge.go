@@ -1,0 +1,258 @@
+package versionstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// A merge brings a branch's changes into the workspace. Each path the
+// branch changed is compared at three versions: at the branch point (the
+// branch's checkpoint), in the workspace now, in the branch now. Changed in
+// the branch alone, it is applied under the file's lock, guarded by the
+// version the plan saw (compare-and-swap); changed on both sides, it is a
+// conflict, and by default nothing is applied. The applied changes are one
+// step: they are written under the actor named by MergeStep, after a
+// checkpoint of that name, so that `rewind merge:NAME` undoes exactly them.
+
+// MergeWriterGrace bounds the wait, over a whole merge, for files being
+// written to be let go: the kernel releases a file after its close has
+// returned, so a command that has just written one may still hold it. A
+// file still held after it is a conflict.
+const MergeWriterGrace = 2 * time.Second
+
+// MergeStepPrefix begins the name of a merge's checkpoint and actor.
+const MergeStepPrefix = "merge:"
+
+// BranchChange is a branch's side of one changed path.
+type BranchChange struct {
+	Key     string
+	Version Version // zero: deleted in the branch
+	Data    []byte  // the bytes of Version
+	Writing bool    // open for writing in the branch
+}
+
+// MergeItem is the plan for one path, with its three versions.
+type MergeItem struct {
+	Path     string  `json:"path"`
+	Op       string  `json:"op"` // write, remove, same (nothing to do), conflict
+	Base     Version `json:"base"`
+	Main     Version `json:"main"`
+	Branch   Version `json:"branch"`
+	Conflict string  `json:"conflict,omitempty"`
+	Applied  bool    `json:"applied,omitempty"`
+}
+
+// MergeOptions shape a merge.
+type MergeOptions struct {
+	DryRun  bool // plan only
+	Partial bool // apply the clean part despite conflicts
+}
+
+// MergeResult is what a merge did.
+type MergeResult struct {
+	Step      string      `json:"step,omitempty"` // the checkpoint and actor of the applied changes
+	Items     []MergeItem `json:"items"`
+	Conflicts int         `json:"conflicts"`
+	Applied   int         `json:"applied"`
+	Refused   bool        `json:"refused,omitempty"` // conflicts, nothing applied
+}
+
+// The conflicts of a merge (MergeItem.Conflict).
+const (
+	ConflictModify       = "modify/modify"
+	ConflictModifyDelete = "modify/delete"
+	ConflictAddAdd       = "add/add"
+	ConflictWriting      = "being written"
+	ConflictUnknown      = "version at the branch point unknown"
+)
+
+// Merge merges changes, made in a branch from checkpoint base, into the
+// workspace under the step merge:name.
+func (s *Store) Merge(ctx context.Context, name, base string, changes []BranchChange, o MergeOptions) (MergeResult, error) {
+	cp, err := s.findCheckpoint(base)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	res, err := s.mergePlan(cp, changes)
+	if err != nil || o.DryRun || res.Conflicts > 0 && !o.Partial {
+		res.Refused = err == nil && !o.DryRun && res.Conflicts > 0
+		return res, err
+	}
+	if res.Step, err = s.mergeStep(name); err != nil {
+		return res, err
+	}
+	data := map[string][]byte{}
+	for _, c := range changes {
+		data[c.Key] = c.Data
+	}
+	err = s.mergeApply(ctx, &res, data, o)
+	return res, err
+}
+
+// mergePlan compares each change with the workspace's version at the
+// checkpoint and now.
+func (s *Store) mergePlan(cp Checkpoint, changes []BranchChange) (MergeResult, error) {
+	res := MergeResult{Items: []MergeItem{}}
+	first, err := s.journalSince(cp.Seq)
+	if err != nil {
+		return res, err
+	}
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Key < changes[j].Key })
+	settle := time.Now().Add(MergeWriterGrace)
+	for _, c := range changes {
+		for s.mount.writing(c.Key) && time.Now().Before(settle) {
+			s.mount.awaitWriters(context.Background(), c.Key)
+		}
+		main, err := s.versionNow(c.Key)
+		if err != nil {
+			return res, err
+		}
+		e, changed := first[c.Key]
+		it := MergeItem{Path: c.Key, Base: main, Main: main, Branch: c.Version}
+		if changed {
+			it.Base = e.Prev
+		}
+		it.Op, it.Conflict = classify(it, changed && e.PrevUnknown, c.Writing || s.mount.writing(c.Key))
+		if it.Conflict != "" {
+			res.Conflicts++
+		}
+		res.Items = append(res.Items, it)
+	}
+	return res, nil
+}
+
+// classify is the plan for one path.
+func classify(it MergeItem, unknown, writing bool) (op, conflict string) {
+	switch {
+	case it.Branch == it.Base || it.Branch == it.Main:
+		return "same", ""
+	case writing:
+		return "conflict", ConflictWriting
+	case unknown:
+		return "conflict", ConflictUnknown
+	case it.Main == it.Base && it.Branch.IsZero():
+		return "remove", ""
+	case it.Main == it.Base:
+		return "write", ""
+	case it.Base.IsZero():
+		return "conflict", ConflictAddAdd
+	case it.Main.IsZero() || it.Branch.IsZero():
+		return "conflict", ConflictModifyDelete
+	}
+	return "conflict", ConflictModify
+}
+
+// versionNow is the version of key's bytes now (zero: no file).
+func (s *Store) versionNow(key string) (Version, error) {
+	unlock := s.locks.Lock(key)
+	defer unlock()
+	cur, err := s.snapshotLocked(Target{Key: key, Display: key}, "merge", -1)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		var fe *Error
+		if errors.As(err, &fe) && fe.Reason == ReasonMissing {
+			return Version{}, nil
+		}
+		return Version{}, err
+	}
+	return cur.version, nil
+}
+
+func (s *Store) journalSince(seq uint64) (first map[string]JournalEntry, err error) {
+	s.flushPending()
+	err = s.db.View(func(tx *bolt.Tx) error {
+		first, err = firstChangesAfter(tx, seq)
+		return err
+	})
+	return first, err
+}
+
+// mergeStep records the checkpoint the merge's changes follow, named
+// merge:name (merge:name-2, … when taken).
+func (s *Store) mergeStep(name string) (string, error) {
+	step := MergeStepPrefix + name
+	for n := 2; ; n++ {
+		_, err := s.MarkCheckpoint(step)
+		if !errors.Is(err, ErrCheckpointExists) {
+			return step, err
+		}
+		step = fmt.Sprintf("%s%s-%d", MergeStepPrefix, name, n)
+	}
+}
+
+// mergeApply writes the clean part of the plan. Without Partial, a change
+// refused when applied (the file changed after the plan looked) undoes the
+// ones applied before it, so the workspace is as before the merge.
+func (s *Store) mergeApply(ctx context.Context, res *MergeResult, data map[string][]byte, o MergeOptions) error {
+	w := Writer{Kind: WriterRestore, Actor: res.Step}
+	for i := range res.Items {
+		it := &res.Items[i]
+		if it.Op != "write" && it.Op != "remove" {
+			continue
+		}
+		if err := s.mergeOne(ctx, *it, data[it.Path], w); err != nil {
+			if errors.Is(err, errIndexStop) || !o.Partial {
+				return s.mergeUndo(ctx, res, it, err)
+			}
+			it.Op, it.Conflict = "conflict", err.Error()
+			res.Conflicts++
+			continue
+		}
+		it.Applied = true
+		res.Applied++
+	}
+	return nil
+}
+
+var errIndexStop = errors.New("index failure")
+
+// mergeOne applies one planned change, guarded by the workspace's version
+// the plan saw; a file being written is refused, never waited for.
+func (s *Store) mergeOne(ctx context.Context, it MergeItem, data []byte, w Writer) (err error) {
+	t := Target{Key: it.Path, Display: it.Path}
+	defer func() {
+		if err == nil && s.onPublish != nil {
+			s.onPublish(it.Path)
+		}
+	}()
+	unlock := s.locks.Lock(it.Path)
+	defer unlock()
+	expect := it.Main
+	_, err = s.putBackLocked(ctx, t, it.Branch, nil, data, &expect, w)
+	if stopOnIndex(it.Path, err) != nil {
+		return fmt.Errorf("%w: %w", errIndexStop, err)
+	}
+	return err
+}
+
+// mergeUndo takes back the merge's applied changes after the failure err at
+// it, and says so.
+func (s *Store) mergeUndo(ctx context.Context, res *MergeResult, it *MergeItem, err error) error {
+	it.Op, it.Conflict = "conflict", err.Error()
+	res.Conflicts++
+	res.Refused = true
+	if res.Applied == 0 {
+		return nil
+	}
+	rr, rerr := s.Rewind(ctx, res.Step, RewindOptions{Actor: res.Step, Writer: Writer{Kind: WriterRestore, Actor: res.Step}})
+	if rerr == nil && rr.Conflicts > 0 {
+		rerr = fmt.Errorf("%d files changed meanwhile", rr.Conflicts)
+	}
+	for i := range res.Items {
+		res.Items[i].Applied = false
+	}
+	res.Applied = 0
+	if rerr != nil {
+		return fmt.Errorf("merge %s: %w; undoing what it had applied failed: %w", res.Step, err, rerr)
+	}
+	return nil
+}
+
+// IsMergeStep reports whether a checkpoint name is a merge's.
+func IsMergeStep(name string) bool { return strings.HasPrefix(name, MergeStepPrefix) }
