@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // copyUp gives key a file of its own in the upper directory, with the
@@ -110,11 +108,11 @@ func cloneInto(out *os.File, src string, size int64) error {
 		return err
 	}
 	defer in.Close()
-	if unix.IoctlFileClone(int(out.Fd()), int(in.Fd())) == nil {
+	if fileClone(int(out.Fd()), int(in.Fd())) == nil {
 		return nil
 	}
 	for done := int64(0); done < size; {
-		n, err := unix.CopyFileRange(int(in.Fd()), nil, int(out.Fd()), nil, int(size-done), 0)
+		n, err := copyFileRange(int(in.Fd()), done, int(out.Fd()), done, int(size-done), 0)
 		if err != nil || n == 0 {
 			if done == 0 && (errors.Is(err, syscall.EXDEV) || errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.EINVAL)) {
 				break

@@ -239,7 +239,7 @@ func setTimes(p string, in *fuse.SetAttrIn) syscall.Errno {
 	if !aok && !mok {
 		return 0
 	}
-	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
+	ts := []unix.Timespec{{Nsec: utimeOmit}, {Nsec: utimeOmit}}
 	if aok {
 		ts[0] = unix.NsecToTimespec(a.UnixNano())
 	}

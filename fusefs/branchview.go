@@ -244,26 +244,16 @@ func (v *BranchView) stat(key string, out *fuse.Attr) syscall.Errno {
 	if err != nil {
 		return toErrno(err)
 	}
-	var st unix.Stat_t
-	if err := unix.Lstat(src.path, &st); err != nil {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(src.path, &st); err != nil {
 		return toErrno(err)
 	}
-	out.FromStat(statToSyscall(&st))
+	out.FromStat(&st)
 	if o := src.owner; o != nil {
 		out.Uid, out.Gid = o.Uid, o.Gid
 		out.Mode = out.Mode&^0o7777 | uint32(o.Perm.Perm())
 	}
 	return 0
-}
-
-func statToSyscall(st *unix.Stat_t) *syscall.Stat_t {
-	var s syscall.Stat_t
-	s.Dev, s.Ino, s.Nlink, s.Mode, s.Uid, s.Gid = st.Dev, st.Ino, uint64(st.Nlink), st.Mode, st.Uid, st.Gid
-	s.Rdev, s.Size, s.Blksize, s.Blocks = st.Rdev, st.Size, st.Blksize, st.Blocks
-	s.Atim = syscall.Timespec(st.Atim)
-	s.Mtim = syscall.Timespec(st.Mtim)
-	s.Ctim = syscall.Timespec(st.Ctim)
-	return &s
 }
 
 // track counts an open-for-write handle of key (delta +1 or -1).

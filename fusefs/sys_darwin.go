@@ -20,6 +20,8 @@ func copyFileRange(rfd int, roff int64, wfd int, woff int64, n int, flags int) (
 	return 0, unix.ENOTSUP
 }
 
+func fileClone(dst, src int) error { return unix.ENOTSUP }
+
 func procPath(dirfd int, name string) string {
 	return "/dev/fd/" + itoa(dirfd) + "/" + name
 }

@@ -23,6 +23,9 @@ func copyFileRange(rfd int, roff int64, wfd int, woff int64, n int, flags int) (
 	return unix.CopyFileRange(rfd, &roff, wfd, &woff, n, flags)
 }
 
+// fileClone makes dst share src's blocks (FICLONE), where the filesystem can.
+func fileClone(dst, src int) error { return unix.IoctlFileClone(dst, src) }
+
 // procPath names dirfd/name through /proc, for the xattr calls that have no
 // *at form.
 func procPath(dirfd int, name string) string {
