@@ -28,6 +28,7 @@ type BranchInfo struct {
 	Created    time.Time `json:"created"`
 	Changed    int       `json:"changed"`   // files the branch changed
 	Conflicts  int       `json:"conflicts"` // of those, changed in the workspace too
+	Note       string    `json:"note,omitempty"` // what the user should know of the new branch
 }
 
 // BranchRequest is the body of POST /v1/branches.
