@@ -275,13 +275,18 @@ func (v *BranchView) Changes() ([]versionstore.BranchChange, error) {
 		if err != nil || !d.Type().IsRegular() || strings.HasSuffix(p, ".dshfs-copyup") {
 			return err
 		}
-		data, err := os.ReadFile(p)
+		key, _ := filepath.Rel(v.upper, p)
+		key = filepath.ToSlash(key)
+		// Read below the layer, following no symlink: what the walk saw
+		// may have been swapped for a link since.
+		data, fi, err := readRegular(v.upper, key)
+		if notReadable(err) {
+			return nil // no file to merge, as a symlink seen by the walk
+		}
 		if err != nil {
 			return err
 		}
-		key, _ := filepath.Rel(v.upper, p)
-		key = filepath.ToSlash(key)
-		out = append(out, versionstore.BranchChange{Key: key, Version: versionstore.Sum(data), Data: data, Writing: writing[key]})
+		out = append(out, versionstore.BranchChange{Key: key, Version: versionstore.Sum(data), Data: data, Perm: fi.Mode().Perm(), Writing: writing[key]})
 		return nil
 	})
 	if err != nil {

@@ -1,0 +1,72 @@
+package fusefs
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// errNotRegular is a layer's path that is no regular file (a symlink, a
+// FIFO, a directory) where one was expected.
+var errNotRegular = errors.New("not a regular file")
+
+// openBeneath opens rel below the directory root one element at a time,
+// following no symlink on the way or at the end: a layer's file is read
+// where the layer holds it, never where a link planted in it (or a
+// directory swapped for one) points.
+func openBeneath(root, rel string, flags int) (*os.File, error) {
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	for _, p := range parts {
+		if p == "" || p == "." || p == ".." {
+			return nil, &os.PathError{Op: "open", Path: rel, Err: unix.EINVAL}
+		}
+	}
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	for _, p := range parts[:len(parts)-1] {
+		next, err := unix.Openat(fd, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: rel, Err: err}
+		}
+		fd = next
+	}
+	last, err := unix.Openat(fd, parts[len(parts)-1], flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	unix.Close(fd)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
+	}
+	return os.NewFile(uintptr(last), filepath.Join(root, rel)), nil
+}
+
+// readRegular reads the regular file rel below root, as openBeneath finds
+// it; anything else is errNotRegular (a FIFO is opened without blocking).
+func readRegular(root, rel string) ([]byte, os.FileInfo, error) {
+	f, err := openBeneath(root, rel, unix.O_RDONLY|unix.O_NONBLOCK)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fi, &os.PathError{Op: "read", Path: rel, Err: errNotRegular}
+	}
+	data, err := io.ReadAll(f)
+	return data, fi, err
+}
+
+// notReadable reports whether err is a path that readRegular refused as no
+// regular file below its root: a symlink (ELOOP), a symlink or file where
+// a directory was (ENOTDIR), or errNotRegular.
+func notReadable(err error) bool {
+	return errors.Is(err, errNotRegular) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR)
+}
