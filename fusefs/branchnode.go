@@ -76,7 +76,7 @@ func (n *bnode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, 
 	if err != nil {
 		return nil, 0, toErrno(err)
 	}
-	fd, err := syscall.Open(src.path, int(flags)&^syscall.O_CREAT|syscall.O_NOFOLLOW, 0)
+	fd, err := src.open(int(flags) &^ syscall.O_CREAT)
 	if err != nil {
 		return nil, 0, toErrno(err)
 	}

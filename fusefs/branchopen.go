@@ -19,30 +19,62 @@ var errNotRegular = errors.New("not a regular file")
 // where the layer holds it, never where a link planted in it (or a
 // directory swapped for one) points.
 func openBeneath(root, rel string, flags int) (*os.File, error) {
+	fd, err := openBeneathFd(root, rel, flags)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(root, rel)), nil
+}
+
+// openBeneathFd is openBeneath's descriptor.
+func openBeneathFd(root, rel string, flags int) (int, error) {
+	dirfd, base, err := parentBeneath(root, rel)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(dirfd)
+	fd, err := unix.Openat(dirfd, base, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: rel, Err: err}
+	}
+	return fd, nil
+}
+
+// lstatBeneath is the lstat of rel below root, as openBeneath finds it.
+func lstatBeneath(root, rel string, st *unix.Stat_t) error {
+	dirfd, base, err := parentBeneath(root, rel)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	if err := unix.Fstatat(dirfd, base, st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &os.PathError{Op: "lstat", Path: rel, Err: err}
+	}
+	return nil
+}
+
+// parentBeneath opens the directory that holds rel below root, following
+// no symlink, and names rel in it ("." is root itself).
+func parentBeneath(root, rel string) (int, string, error) {
 	parts := strings.Split(filepath.ToSlash(rel), "/")
 	for _, p := range parts {
-		if p == "" || p == "." || p == ".." {
-			return nil, &os.PathError{Op: "open", Path: rel, Err: unix.EINVAL}
+		if p == "" || p == ".." || p == "." && rel != "." {
+			return -1, "", &os.PathError{Op: "open", Path: rel, Err: unix.EINVAL}
 		}
 	}
-	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(root, oPath|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: root, Err: err}
+		return -1, "", &os.PathError{Op: "open", Path: root, Err: err}
 	}
 	for _, p := range parts[:len(parts)-1] {
-		next, err := unix.Openat(fd, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		next, err := unix.Openat(fd, p, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		unix.Close(fd)
 		if err != nil {
-			return nil, &os.PathError{Op: "open", Path: rel, Err: err}
+			return -1, "", &os.PathError{Op: "open", Path: rel, Err: err}
 		}
 		fd = next
 	}
-	last, err := unix.Openat(fd, parts[len(parts)-1], flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	unix.Close(fd)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
-	}
-	return os.NewFile(uintptr(last), filepath.Join(root, rel)), nil
+	return fd, parts[len(parts)-1], nil
 }
 
 // readRegular reads the regular file rel below root, as openBeneath finds
