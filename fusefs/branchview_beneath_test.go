@@ -79,7 +79,7 @@ func TestBranchCopyUpKeepsOwner(t *testing.T) {
 	ws := t.TempDir()
 	must(t, os.Mkdir(filepath.Join(ws, "d"), 0o750))
 	must(t, os.Chown(filepath.Join(ws, "d"), 65534, 65534))
-	must(t, os.Chmod(filepath.Join(ws, "d"), 0o2750|os.ModeSetgid))
+	must(t, os.Chmod(filepath.Join(ws, "d"), 0o750|os.ModeSetgid))
 	must(t, os.WriteFile(filepath.Join(ws, "d", "f"), []byte("f\n"), 0o640))
 	must(t, os.Chown(filepath.Join(ws, "d", "f"), 65534, 65534))
 	must(t, os.Mkdir(filepath.Join(ws, "shared"), 0o777))
@@ -95,8 +95,8 @@ func TestBranchCopyUpKeepsOwner(t *testing.T) {
 	}{{"d", 65534, 0o2750}, {"d/f", 65534, 0o640}, {"shared", 0, 0o1777}} {
 		var st syscall.Stat_t
 		must(t, syscall.Lstat(filepath.Join(v.upper, c.rel), &st))
-		if st.Uid != c.uid || st.Gid != c.uid || st.Mode&0o7777 != c.mode {
-			t.Errorf("upper %s: uid %d gid %d mode %o; want %d:%d %o", c.rel, st.Uid, st.Gid, st.Mode&0o7777, c.uid, c.uid, c.mode)
+		if st.Uid != c.uid || st.Gid != c.uid || uint32(st.Mode)&0o7777 != c.mode {
+			t.Errorf("upper %s: uid %d gid %d mode %o; want %d:%d %o", c.rel, st.Uid, st.Gid, uint32(st.Mode)&0o7777, c.uid, c.uid, c.mode)
 		}
 	}
 }
