@@ -167,10 +167,13 @@ func (b *branches) serve(dir string, meta branchMeta) (*branch, error) {
 // take the mount elsewhere), belongs to another user than the daemon's or
 // the workspace mount point's, holds files, or is already mounted on.
 func (b *branches) checkMountPoint(mnt string) error {
-	if _, err := recoverStaleMount(mnt); err != nil {
-		return err
+	fi, err := os.Lstat(mnt) // a symlink's own, never where it points
+	if errors.Is(err, syscall.ENOTCONN) {
+		if _, err := recoverStaleMount(mnt); err != nil {
+			return err
+		}
+		fi, err = os.Lstat(mnt)
 	}
-	fi, err := os.Lstat(mnt)
 	if err != nil {
 		return fmt.Errorf("branch mount point: %w", err)
 	}
