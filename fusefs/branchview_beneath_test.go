@@ -100,3 +100,20 @@ func TestBranchCopyUpKeepsOwner(t *testing.T) {
 		}
 	}
 }
+
+// A merge takes the branch's regular files with their permission bits,
+// and leaves out a FIFO (never opened to block) and a symlink.
+func TestBranchChangesRegularOnly(t *testing.T) {
+	v := unmountedView(t, t.TempDir())
+	must(t, os.WriteFile(filepath.Join(v.upper, "secret.env"), []byte("TOKEN=1\n"), 0o600))
+	must(t, os.Chmod(filepath.Join(v.upper, "secret.env"), 0o600))
+	must(t, syscall.Mkfifo(filepath.Join(v.upper, "fifo"), 0o600))
+	must(t, os.Symlink("/etc/hostname", filepath.Join(v.upper, "link")))
+	changes, err := v.Changes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 1 || changes[0].Key != "secret.env" || changes[0].Perm != 0o600 || string(changes[0].Data) != "TOKEN=1\n" {
+		t.Errorf("changes %+v; want secret.env alone, 0600", changes)
+	}
+}
