@@ -37,7 +37,7 @@ func (v *BranchView) copyUp(key string, empty bool) error {
 		}
 		return keepOwner(up, fi)
 	case fi.Mode()&os.ModeSymlink != 0:
-		target, err := os.Readlink(src.path)
+		target, err := readlinkBeneath(src.root, src.rel)
 		if err != nil {
 			return err
 		}

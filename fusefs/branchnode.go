@@ -2,7 +2,6 @@ package fusefs
 
 import (
 	"context"
-	"os"
 	"path"
 	"path/filepath"
 	"syscall"
@@ -159,7 +158,7 @@ func (n *bnode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	if err != nil {
 		return nil, toErrno(err)
 	}
-	target, err := os.Readlink(src.path)
+	target, err := readlinkBeneath(src.root, src.rel)
 	if err != nil {
 		return nil, toErrno(err)
 	}

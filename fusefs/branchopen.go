@@ -102,3 +102,37 @@ func readRegular(root, rel string) ([]byte, os.FileInfo, error) {
 func notReadable(err error) bool {
 	return errors.Is(err, errNotRegular) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR)
 }
+
+// readlinkBeneath is the target of the symlink rel below root, as
+// openBeneath finds it.
+func readlinkBeneath(root, rel string) (string, error) {
+	dirfd, base, err := parentBeneath(root, rel)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(dirfd)
+	buf := make([]byte, 4096)
+	n, err := unix.Readlinkat(dirfd, base, buf)
+	if err != nil {
+		return "", &os.PathError{Op: "readlink", Path: rel, Err: err}
+	}
+	return string(buf[:n]), nil
+}
+
+// removeBeneath unlinks (dir: removes the directory) rel below root, as
+// openBeneath finds it.
+func removeBeneath(root, rel string, dir bool) error {
+	dirfd, base, err := parentBeneath(root, rel)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	flags := 0
+	if dir {
+		flags = unix.AT_REMOVEDIR
+	}
+	if err := unix.Unlinkat(dirfd, base, flags); err != nil {
+		return &os.PathError{Op: "remove", Path: rel, Err: err}
+	}
+	return nil
+}

@@ -48,6 +48,8 @@ func TestBranchViewLowerSymlinkParent(t *testing.T) {
 	must(t, os.Mkdir(filepath.Join(ws, "shared"), 0o755))
 	must(t, os.WriteFile(filepath.Join(ws, "shared", "x"), []byte("workspace x\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(secret, "x"), []byte("secret\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(secret, "only-secret"), nil, 0o600))
+	must(t, os.Symlink("secret-target", filepath.Join(secret, "l")))
 	v := unmountedView(t, ws)
 	must(t, os.Rename(filepath.Join(ws, "shared"), filepath.Join(ws, "shared.old")))
 	must(t, os.Symlink(secret, filepath.Join(ws, "shared")))
@@ -64,6 +66,12 @@ func TestBranchViewLowerSymlinkParent(t *testing.T) {
 	}
 	if err := v.copyUp("shared/x", false); err == nil {
 		t.Errorf("copy-up of shared/x through the symlinked directory succeeded")
+	}
+	if ents, _ := v.list("shared"); len(ents) > 0 {
+		t.Errorf("list shared through the symlink: %v", ents)
+	}
+	if target, err := readlinkBeneath(v.lower, "shared/l"); err == nil {
+		t.Errorf("readlink shared/l through the symlinked directory: %q", target)
 	}
 	if b, err := os.ReadFile(filepath.Join(v.upper, "shared", "x")); err == nil {
 		t.Errorf("the branch holds %q from where the link points", b)
