@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/dshfs/dshfs/fusefs"
@@ -92,7 +94,11 @@ func (b *branches) New(name, actor string) (unixsocket.BranchInfo, error) {
 		return unixsocket.BranchInfo{}, err
 	}
 	b.all[name] = br
-	return br.info(0), nil
+	info := br.info(0)
+	if b.m.cfg.AllowOther {
+		info.Note = fmt.Sprintf("the workspace is open to other users (--allow-other), the branch at %s is not: only uid %d uses it (a branch does not serve the workspace's ACLs)", meta.MountPoint, os.Geteuid())
+	}
+	return info, nil
 }
 
 // prepare makes the branch's directory and records it.
@@ -108,8 +114,15 @@ func (b *branches) prepare(dir string, meta branchMeta) error {
 			return err
 		}
 	}
-	if err := os.MkdirAll(meta.MountPoint, 0o755); err != nil {
+	err := os.Mkdir(meta.MountPoint, 0o755) // never through a symlink there
+	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("make the branch's mount point: %w", err)
+	}
+	if cerr := b.checkMountPoint(meta.MountPoint); cerr != nil {
+		if err == nil {
+			os.Remove(meta.MountPoint)
+		}
+		return cerr
 	}
 	js, _ := json.MarshalIndent(meta, "", "  ")
 	return os.WriteFile(filepath.Join(dir, "branch.json"), js, 0o600)
@@ -126,7 +139,14 @@ func (b *branches) serve(dir string, meta branchMeta) (*branch, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := b.checkMountPoint(meta.MountPoint); err != nil {
+		view.Unmount()
+		return nil, err
+	}
 	cfg := b.m.cfg
+	// The view serves neither ACLs nor other users' permission checks as
+	// the workspace does: a branch is its daemon's user's alone.
+	cfg.AllowOther = false
 	cfg.Backing, cfg.MountPoint, cfg.StateDir = filepath.Join(dir, "view"), meta.MountPoint, filepath.Join(dir, "state")
 	cfg.Remote, cfg.Baseline, cfg.ReplacedDeadMount, cfg.Branch = "", false, false, meta.Name
 	if cfg.CacheTimeout == 0 {
@@ -140,6 +160,54 @@ func (b *branches) serve(dir string, meta branchMeta) (*branch, error) {
 	}
 	bm.fsys.Actors().SetDefault(meta.Actor)
 	return &branch{meta: meta, dir: dir, view: view, mount: bm, stop: stop}, nil
+}
+
+// checkMountPoint refuses a branch's mount point that is not a real
+// directory (a symlink planted in the workspace mount point's parent would
+// take the mount elsewhere), belongs to another user than the daemon's or
+// the workspace mount point's, holds files, or is already mounted on.
+func (b *branches) checkMountPoint(mnt string) error {
+	fi, err := os.Lstat(mnt) // a symlink's own, never where it points
+	if errors.Is(err, syscall.ENOTCONN) {
+		if _, err := recoverStaleMount(mnt); err != nil {
+			return err
+		}
+		fi, err = os.Lstat(mnt)
+	}
+	if err != nil {
+		return fmt.Errorf("branch mount point: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: mount point %s is a %s, not a directory; remove it", ErrBranch, mnt, fileKind(fi))
+	}
+	if uid := fileUID(fi); uid != os.Geteuid() && uid != fileUID(b.mountPointInfo()) {
+		return fmt.Errorf("%w: mount point %s belongs to uid %d, neither the daemon's user nor the workspace mount point's owner; remove it", ErrBranch, mnt, uid)
+	}
+	return checkMountPoint(mnt, false)
+}
+
+func (b *branches) mountPointInfo() fs.FileInfo {
+	fi, _ := os.Lstat(b.m.cfg.MountPoint)
+	return fi
+}
+
+// fileUID is fi's owner (-1: unknown).
+func fileUID(fi fs.FileInfo) int {
+	if fi == nil {
+		return -1
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
+}
+
+// fileKind names what fi is, for a refusal.
+func fileKind(fi fs.FileInfo) string {
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return "symlink"
+	}
+	return "file"
 }
 
 // resume serves the branches recorded in the state directory.

@@ -32,16 +32,22 @@ func (v *BranchView) copyUp(key string, empty bool) error {
 	}
 	switch {
 	case src.dir || fi.IsDir():
-		return os.Mkdir(up, fi.Mode().Perm())
+		if err := os.Mkdir(up, fi.Mode().Perm()); err != nil {
+			return err
+		}
+		return keepOwner(up, fi)
 	case fi.Mode()&os.ModeSymlink != 0:
-		target, err := os.Readlink(src.path)
+		target, err := readlinkBeneath(src.root, src.rel)
 		if err != nil {
 			return err
 		}
 		return os.Symlink(target, up)
 	}
-	if err := copyFile(src.path, up, fi, empty); err != nil || src.owner == nil {
+	if err := copyFile(src, up, fi, empty); err != nil {
 		return err
+	}
+	if src.owner == nil {
+		return keepOwner(up, fi)
 	}
 	if err := os.Chmod(up, src.owner.Perm.Perm()); err != nil {
 		return err
@@ -62,25 +68,30 @@ func (v *BranchView) upperParents(key string) error {
 	if err := v.upperParents(dir); err != nil {
 		return err
 	}
-	perm := os.FileMode(0o755)
+	var fi os.FileInfo
 	if src, err := v.resolve(dir); err == nil && !src.dir {
-		if fi, err := os.Stat(src.path); err == nil {
-			perm = fi.Mode().Perm()
-		}
+		fi, _ = os.Stat(src.path)
 	}
-	return os.Mkdir(filepath.Join(v.upper, dir), perm)
+	up := filepath.Join(v.upper, dir)
+	if fi == nil {
+		return os.Mkdir(up, 0o755)
+	}
+	if err := os.Mkdir(up, fi.Mode().Perm()); err != nil {
+		return err
+	}
+	return keepOwner(up, fi)
 }
 
 // copyFile copies src to a temporary file beside dst, then renames it in:
 // a copy cut short never shows as the branch's file.
-func copyFile(src, dst string, fi os.FileInfo, empty bool) error {
+func copyFile(src source, dst string, fi os.FileInfo, empty bool) error {
 	tmp := dst + ".dshfs-copyup"
 	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, fi.Mode().Perm())
 	if err != nil {
 		return err
 	}
 	if !empty {
-		err = cloneInto(out, src, fi.Size())
+		err = cloneInto(out, src, fi)
 	}
 	if err == nil {
 		err = out.Chmod(fi.Mode().Perm())
@@ -101,13 +112,15 @@ func copyFile(src, dst string, fi os.FileInfo, empty bool) error {
 }
 
 // cloneInto fills out with src's bytes: FICLONE, else copy_file_range,
-// else a copy through memory.
-func cloneInto(out *os.File, src string, size int64) error {
-	in, err := os.Open(src)
+// else a copy through memory. The source is opened following no symlink
+// below its layer and must be the regular file seen as fi.
+func cloneInto(out *os.File, src source, fi os.FileInfo) error {
+	in, err := openSame(src, fi)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	size := fi.Size()
 	if fileClone(int(out.Fd()), int(in.Fd())) == nil {
 		return nil
 	}
@@ -135,4 +148,37 @@ func cloneInto(out *os.File, src string, size int64) error {
 	}
 	_, err = io.Copy(out, in)
 	return err
+}
+
+// openSame opens src for reading if it is still the regular file fi (the
+// same inode): a file swapped for another, or for a link, since the view
+// looked is not copied.
+func openSame(src source, fi os.FileInfo) (*os.File, error) {
+	in, err := openBeneath(src.root, src.rel, syscall.O_RDONLY|syscall.O_NONBLOCK)
+	if err != nil {
+		return nil, err
+	}
+	got, err := in.Stat()
+	if err == nil && (!got.Mode().IsRegular() || !os.SameFile(got, fi)) {
+		err = &os.PathError{Op: "copy up", Path: src.rel, Err: errNotRegular}
+	}
+	if err != nil {
+		in.Close()
+		return nil, err
+	}
+	return in, nil
+}
+
+// keepOwner gives a copied-up file or directory the owner, group and
+// permission bits (setgid and sticky too, not setuid) of what it copies.
+// A daemon that is not root keeps what it can: its own files' bits.
+func keepOwner(up string, fi os.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if err := os.Lchown(up, int(st.Uid), int(st.Gid)); err != nil && os.Geteuid() == 0 {
+		return err
+	}
+	return os.Chmod(up, fi.Mode()&(os.ModePerm|os.ModeSetgid|os.ModeSticky))
 }

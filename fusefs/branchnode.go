@@ -2,7 +2,6 @@ package fusefs
 
 import (
 	"context"
-	"os"
 	"path"
 	"path/filepath"
 	"syscall"
@@ -76,7 +75,7 @@ func (n *bnode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, 
 	if err != nil {
 		return nil, 0, toErrno(err)
 	}
-	fd, err := syscall.Open(src.path, int(flags)&^syscall.O_CREAT|syscall.O_NOFOLLOW, 0)
+	fd, err := src.open(int(flags) &^ syscall.O_CREAT)
 	if err != nil {
 		return nil, 0, toErrno(err)
 	}
@@ -159,7 +158,7 @@ func (n *bnode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	if err != nil {
 		return nil, toErrno(err)
 	}
-	target, err := os.Readlink(src.path)
+	target, err := readlinkBeneath(src.root, src.rel)
 	if err != nil {
 		return nil, toErrno(err)
 	}

@@ -20,7 +20,7 @@ func (v *BranchView) list(key string) ([]fuse.DirEntry, syscall.Errno) {
 	}
 	seen := map[string]uint32{}
 	if src.upper {
-		readNames(filepath.Join(v.upper, key), seen)
+		readNames(source{root: v.upper, rel: key}, seen)
 	}
 	if !v.index.opaqueAbove(key) {
 		v.lowerNames(key, seen)
@@ -41,7 +41,7 @@ func (v *BranchView) list(key string) ([]fuse.DirEntry, syscall.Errno) {
 func (v *BranchView) lowerNames(key string, seen map[string]uint32) {
 	lower := map[string]uint32{}
 	if src, err := v.resolveLower(key); err == nil && !src.dir {
-		readNames(src.path, lower)
+		readNames(src, lower)
 	}
 	drift, _ := v.snap.Drifted(key)
 	for name, isDir := range drift {
@@ -62,8 +62,13 @@ func (v *BranchView) lowerNames(key string, seen map[string]uint32) {
 	}
 }
 
-func readNames(dir string, into map[string]uint32) {
-	ents, err := os.ReadDir(dir)
+func readNames(src source, into map[string]uint32) {
+	d, err := openBeneath(src.root, src.rel, syscall.O_RDONLY|syscall.O_DIRECTORY)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	ents, err := d.ReadDir(-1)
 	if err != nil {
 		return
 	}
@@ -186,11 +191,7 @@ func (v *BranchView) remove(key string, dir bool) syscall.Errno {
 		return toErrno(err)
 	}
 	if src.upper {
-		rm := syscall.Unlink
-		if dir {
-			rm = syscall.Rmdir
-		}
-		if err := rm(src.path); err != nil {
+		if err := removeBeneath(src.root, src.rel, dir); err != nil {
 			return toErrno(err)
 		}
 	}

@@ -142,10 +142,18 @@ func (v *BranchView) Whiteouts() []string { return v.index.whiteouts() }
 // frozen), or ENOENT.
 type source struct {
 	path  string
+	root  string // path is rel below root, a layer's directory: opened
+	rel   string // through openBeneath, never following a symlink
 	upper bool
 	dir   bool                // a directory that exists only in the snapshot's history
 	owner *versionstore.Owner // a frozen file's owner and bits then (its file's are not)
 }
+
+// open opens the source, following no symlink below its layer.
+func (s source) open(flags int) (int, error) { return openBeneathFd(s.root, s.rel, flags) }
+
+// lstat is the source's lstat, following no symlink below its layer.
+func (s source) lstat(st *unix.Stat_t) error { return lstatBeneath(s.root, s.rel, st) }
 
 // resolve finds key in the view.
 func (v *BranchView) resolve(key string) (source, error) {
@@ -154,7 +162,7 @@ func (v *BranchView) resolve(key string) (source, error) {
 	}
 	up := filepath.Join(v.upper, key)
 	if _, err := os.Lstat(up); err == nil {
-		return source{path: up, upper: true}, nil
+		return source{path: up, root: v.upper, rel: key, upper: true}, nil
 	}
 	if v.index.opaqueAbove(key) {
 		return source{}, syscall.ENOENT
@@ -165,7 +173,7 @@ func (v *BranchView) resolve(key string) (source, error) {
 // resolveLower finds key in the snapshot.
 func (v *BranchView) resolveLower(key string) (source, error) {
 	if key == "." {
-		return source{path: v.lower}, nil
+		return source{path: v.lower, root: v.lower, rel: "."}, nil
 	}
 	st, err := v.snap.State(key)
 	if err != nil {
@@ -176,7 +184,7 @@ func (v *BranchView) resolveLower(key string) (source, error) {
 		if _, err := os.Lstat(live); err != nil {
 			return v.impliedDir(key)
 		}
-		return source{path: live}, nil
+		return source{path: live, root: v.lower, rel: key}, nil
 	}
 	if st.Version.IsZero() {
 		return v.impliedDir(key)
@@ -188,7 +196,7 @@ func (v *BranchView) resolveLower(key string) (source, error) {
 	if err != nil {
 		return source{}, syscall.EIO
 	}
-	return source{path: p, owner: st.Owner}, nil
+	return source{path: p, root: filepath.Dir(p), rel: filepath.Base(p), owner: st.Owner}, nil
 }
 
 // impliedDir is key as a directory that held files at the branch point and
@@ -198,7 +206,7 @@ func (v *BranchView) impliedDir(key string) (source, error) {
 	if err != nil || !d[path.Base(key)] {
 		return source{}, syscall.ENOENT
 	}
-	return source{path: v.frozen, dir: true}, nil
+	return source{path: v.frozen, root: v.frozen, rel: ".", dir: true}, nil
 }
 
 // freeze writes out the bytes of version ver once, and names the file.
@@ -244,11 +252,11 @@ func (v *BranchView) stat(key string, out *fuse.Attr) syscall.Errno {
 	if err != nil {
 		return toErrno(err)
 	}
-	var st syscall.Stat_t
-	if err := syscall.Lstat(src.path, &st); err != nil {
+	var st unix.Stat_t
+	if err := src.lstat(&st); err != nil {
 		return toErrno(err)
 	}
-	out.FromStat(&st)
+	fillAttr(out, &st)
 	if o := src.owner; o != nil {
 		out.Uid, out.Gid = o.Uid, o.Gid
 		out.Mode = out.Mode&^0o7777 | uint32(o.Perm.Perm())
@@ -275,13 +283,18 @@ func (v *BranchView) Changes() ([]versionstore.BranchChange, error) {
 		if err != nil || !d.Type().IsRegular() || strings.HasSuffix(p, ".dshfs-copyup") {
 			return err
 		}
-		data, err := os.ReadFile(p)
+		key, _ := filepath.Rel(v.upper, p)
+		key = filepath.ToSlash(key)
+		// Read below the layer, following no symlink: what the walk saw
+		// may have been swapped for a link since.
+		data, fi, err := readRegular(v.upper, key)
+		if notReadable(err) {
+			return nil // no file to merge, as a symlink seen by the walk
+		}
 		if err != nil {
 			return err
 		}
-		key, _ := filepath.Rel(v.upper, p)
-		key = filepath.ToSlash(key)
-		out = append(out, versionstore.BranchChange{Key: key, Version: versionstore.Sum(data), Data: data, Writing: writing[key]})
+		out = append(out, versionstore.BranchChange{Key: key, Version: versionstore.Sum(data), Data: data, Perm: fi.Mode().Perm(), Writing: writing[key]})
 		return nil
 	})
 	if err != nil {

@@ -26,8 +26,9 @@ type BranchInfo struct {
 	MountPoint string    `json:"mount_point"`
 	Checkpoint string    `json:"checkpoint"`
 	Created    time.Time `json:"created"`
-	Changed    int       `json:"changed"`   // files the branch changed
-	Conflicts  int       `json:"conflicts"` // of those, changed in the workspace too
+	Changed    int       `json:"changed"`        // files the branch changed
+	Conflicts  int       `json:"conflicts"`      // of those, changed in the workspace too
+	Note       string    `json:"note,omitempty"` // what the user should know of the new branch
 }
 
 // BranchRequest is the body of POST /v1/branches.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -33,9 +34,10 @@ const MergeStepPrefix = "merge:"
 // BranchChange is a branch's side of one changed path.
 type BranchChange struct {
 	Key     string
-	Version Version // zero: deleted in the branch
-	Data    []byte  // the bytes of Version
-	Writing bool    // open for writing in the branch
+	Version Version     // zero: deleted in the branch
+	Data    []byte      // the bytes of Version
+	Perm    fs.FileMode // the branch file's permission bits (0: unknown)
+	Writing bool        // open for writing in the branch
 }
 
 // MergeItem is the plan for one path, with its three versions.
@@ -88,9 +90,9 @@ func (s *Store) Merge(ctx context.Context, name, base string, changes []BranchCh
 	if res.Step, err = s.mergeStep(name); err != nil {
 		return res, err
 	}
-	data := map[string][]byte{}
+	data := map[string]BranchChange{}
 	for _, c := range changes {
-		data[c.Key] = c.Data
+		data[c.Key] = c
 	}
 	err = s.mergeApply(ctx, &res, data, o)
 	return res, err
@@ -189,14 +191,14 @@ func (s *Store) mergeStep(name string) (string, error) {
 // mergeApply writes the clean part of the plan. Without Partial, a change
 // refused when applied (the file changed after the plan looked) undoes the
 // ones applied before it, so the workspace is as before the merge.
-func (s *Store) mergeApply(ctx context.Context, res *MergeResult, data map[string][]byte, o MergeOptions) error {
+func (s *Store) mergeApply(ctx context.Context, res *MergeResult, data map[string]BranchChange, o MergeOptions) error {
 	w := Writer{Kind: WriterRestore, Actor: res.Step}
 	for i := range res.Items {
 		it := &res.Items[i]
 		if it.Op != "write" && it.Op != "remove" {
 			continue
 		}
-		if err := s.mergeOne(ctx, *it, data[it.Path], w); err != nil {
+		if err := s.mergeOne(ctx, *it, data[it.Path].Data, data[it.Path].Perm, w); err != nil {
 			if errors.Is(err, errIndexStop) || !o.Partial {
 				return s.mergeUndo(ctx, res, it, err)
 			}
@@ -214,7 +216,7 @@ var errIndexStop = errors.New("index failure")
 
 // mergeOne applies one planned change, guarded by the workspace's version
 // the plan saw; a file being written is refused, never waited for.
-func (s *Store) mergeOne(ctx context.Context, it MergeItem, data []byte, w Writer) (err error) {
+func (s *Store) mergeOne(ctx context.Context, it MergeItem, data []byte, perm fs.FileMode, w Writer) (err error) {
 	t := Target{Key: it.Path, Display: it.Path}
 	defer func() {
 		if err == nil && s.onPublish != nil {
@@ -224,9 +226,55 @@ func (s *Store) mergeOne(ctx context.Context, it MergeItem, data []byte, w Write
 	unlock := s.locks.Lock(it.Path)
 	defer unlock()
 	expect := it.Main
-	_, err = s.putBackLocked(ctx, t, it.Branch, nil, data, &expect, w)
+	own, err := s.mergeOwner(it, perm)
+	if err != nil {
+		return err
+	}
+	_, err = s.putBackLocked(ctx, t, it.Branch, own, data, &expect, w)
 	if stopOnIndex(it.Path, err) != nil {
 		return fmt.Errorf("%w: %w", errIndexStop, err)
+	}
+	return asMergeError(err)
+}
+
+// mergeOwner is who owns the file a merge writes, and its mode: the
+// workspace file's owner and mode where there is one (the branch's owner
+// and mode do not replace them), else the daemon's user with the branch
+// file's permission bits, at most as open as the store makes files (a
+// branch's 0600 file lands 0600). nil for a removal.
+func (s *Store) mergeOwner(it MergeItem, branchPerm fs.FileMode) (*Owner, error) {
+	if it.Branch.IsZero() {
+		return nil, nil
+	}
+	fi, err := s.lstatKey(it.Path)
+	if err == nil {
+		if uid, gid, ok := ownerOf(fi); ok {
+			if euid := os.Geteuid(); euid != 0 && uid != euid {
+				e := fail(ReasonOwnerChanged, "merge", it.Path)
+				e.Err = fmt.Errorf("the workspace's file belongs to uid %d, and the daemon's user (uid %d) cannot write it as theirs", uid, euid)
+				return nil, e
+			}
+			return &Owner{Uid: uint32(uid), Gid: uint32(gid), Perm: fi.Mode().Perm()}, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("merge %q: %w", it.Path, err)
+	}
+	perm := s.fileMode
+	if branchPerm != 0 {
+		perm = branchPerm & (s.fileMode | 0o111)
+	}
+	return &Owner{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Perm: perm}, nil
+}
+
+// asMergeError names a merge's failure as the merge's, with its cause.
+func asMergeError(err error) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Op != "restore" {
+		return err
+	}
+	e.Op = "merge"
+	if e.Reason == ReasonOwnerChanged && e.Err == nil {
+		e.Err = errors.New("another user took the workspace's file while the merge ran; merge again")
 	}
 	return err
 }

@@ -56,6 +56,9 @@ func runBranchNew(c *cli.Context) error {
 		return printJSON(info)
 	}
 	fmt.Println(info.MountPoint)
+	if info.Note != "" {
+		fmt.Fprintln(os.Stderr, "dshfs: "+info.Note)
+	}
 	return nil
 }
 
