@@ -14,9 +14,11 @@
 package remote
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/dshfs/dshfs/versionstore"
@@ -117,7 +119,6 @@ func packKey(data []byte) string {
 // after a crash names the same packs.
 type codec struct {
 	enc *zstd.Encoder
-	dec *zstd.Decoder
 }
 
 func newCodec() (*codec, error) {
@@ -125,24 +126,60 @@ func newCodec() (*codec, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecodeAllCapLimit(true))
-	if err != nil {
-		return nil, err
-	}
-	return &codec{enc: enc, dec: dec}, nil
+	return &codec{enc: enc}, nil
 }
 
 // open decompresses z, which must be the bytes of version v of size n.
 func (c *codec) open(v versionstore.Version, z []byte, n int64) ([]byte, error) {
-	if n < 0 || n > 1<<34 {
+	if n < 0 || n > maxObjectSize {
 		return nil, fmt.Errorf("%s: %w (size %d)", v, versionstore.ErrCorrupt, n)
 	}
-	data, err := c.dec.DecodeAll(z, make([]byte, 0, n))
+	data, err := decodeExactly(z, n)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w (%v)", v, versionstore.ErrCorrupt, err)
 	}
-	if int64(len(data)) != n || versionstore.Sum(data) != v {
+	if versionstore.Sum(data) != v {
 		return nil, fmt.Errorf("%s: %w (the bytes hash to %s)", v, versionstore.ErrCorrupt, versionstore.Sum(data))
 	}
 	return data, nil
+}
+
+// The largest object and tree a replica is read with; a size over these in
+// a segment or a tree reference is damage.
+const (
+	maxObjectSize = 1 << 34
+	maxTreeSize   = 1 << 32
+)
+
+// decodeExactly decompresses z, which must come to n bytes. Sizes come
+// from the bucket, so memory is taken as the bytes come out rather than n
+// ahead of them, and decompression stops one byte past n: a small frame
+// that claims or inflates to gigabytes costs no more than the bytes it
+// really holds, up to n.
+func decodeExactly(z []byte, n int64) ([]byte, error) {
+	d, err := zstd.NewReader(bytes.NewReader(z), zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxWindow(uint64(max(n, 64<<20))))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	var buf bytes.Buffer
+	buf.Grow(int(min(n, 8*int64(len(z))+4096)))
+	if _, err := buf.ReadFrom(io.LimitReader(d, n+1)); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) != n {
+		return nil, fmt.Errorf("decompressed to %d bytes, not %d", buf.Len(), n)
+	}
+	return buf.Bytes(), nil
+}
+
+// in is ref's bytes in blob; false if they are not all there (a segment
+// cut short, damaged or tampered with: an offset or length that is
+// negative or runs past the end).
+func (ref objectRef) in(blob []byte) ([]byte, bool) {
+	if ref.Off < 0 || ref.Len < 0 || ref.Off > int64(len(blob)) || ref.Len > int64(len(blob))-ref.Off {
+		return nil, false
+	}
+	return blob[ref.Off : ref.Off+ref.Len], true
 }
