@@ -68,6 +68,7 @@ type uringTransport struct {
 	why     string        // why requests go over /dev/fuse; "" when io_uring serves them
 	wg      sync.WaitGroup
 	served  atomic.Uint64 // requests answered from the rings
+	drain   time.Duration // how long wait waits for the queues to end
 }
 
 // newURing sets up a ring for every possible CPU, switching on the fuse
@@ -85,7 +86,7 @@ func newURing(maxWrite int, log *slog.Logger) (*uringTransport, string) {
 	}
 	page := os.Getpagesize()
 	t := &uringTransport{payload: max(8192, (maxWrite+page-1)/page*page), log: log, start: make(chan struct{}),
-		outcome: make(chan struct{}), devFd: -1, refuse: -1}
+		outcome: make(chan struct{}), devFd: -1, refuse: -1, drain: 5 * time.Second}
 	setup := make(chan error, cpus)
 	for qid := range cpus {
 		q := &uringQueue{t: t, qid: uint16(qid)}
@@ -294,10 +295,11 @@ func (t *uringTransport) Why() string {
 	}
 }
 
-// wait waits up to 5 s for the queues to end, as they do once the
-// connection is gone and their requests are answered; a queue whose request
-// never returns keeps its thread, buffers and descriptor.
-func (t *uringTransport) wait() {
+// wait waits up to t.drain (5 s) for the queues to end, as they do once
+// the connection is gone and their requests are answered, and reports
+// whether they did; a queue whose request never returns keeps its thread,
+// buffers and descriptor.
+func (t *uringTransport) wait() bool {
 	t.goServe()
 	ended := make(chan struct{})
 	go func() {
@@ -309,8 +311,9 @@ func (t *uringTransport) wait() {
 	}()
 	select {
 	case <-ended:
-	case <-time.After(5 * time.Second):
-		t.log.Warn("io_uring queues still serving a request 5 s after the mount ended")
+		return true
+	case <-time.After(t.drain):
+		return false
 	}
 }
 
