@@ -109,20 +109,29 @@ func newURing(maxWrite int, log *slog.Logger) (*uringTransport, string) {
 // uringEnabled reports why the kernel will not serve FUSE over io_uring,
 // switching it on (root only) if it is off.
 func uringEnabled(log *slog.Logger) string {
+	return switchOnURing(enableURingParam, log)
+}
+
+// switchOnURing is uringEnabled over the module parameter at param. The
+// parameter is the machine's: switched on, it lets every FUSE server use
+// io_uring, and it stays on after the daemon ends, so the log says so as a
+// warning and says how to switch it back.
+func switchOnURing(param string, log *slog.Logger) string {
 	if os.Geteuid() != 0 {
 		return "io_uring needs a root daemon"
 	}
-	b, err := os.ReadFile(enableURingParam)
+	b, err := os.ReadFile(param)
 	if err != nil {
 		return "the kernel has no FUSE over io_uring (Linux 6.14+, CONFIG_FUSE_IO_URING)"
 	}
 	if strings.TrimSpace(string(b)) == "Y" {
 		return ""
 	}
-	if err := os.WriteFile(enableURingParam, []byte("1"), 0); err != nil {
-		return fmt.Sprintf("cannot switch on %s: %v", enableURingParam, err)
+	if err := os.WriteFile(param, []byte("1"), 0); err != nil {
+		return fmt.Sprintf("cannot switch on %s: %v", param, err)
 	}
-	log.Info("switched on FUSE over io_uring for the machine", "param", enableURingParam)
+	log.Warn("switched on FUSE over io_uring for the whole machine: every FUSE server may now use it, and it stays on after this daemon ends",
+		"param", param, "switch_back", "echo 0 > "+param+" once no mount is served over io_uring")
 	return ""
 }
 

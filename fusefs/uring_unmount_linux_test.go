@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -53,5 +54,30 @@ func TestUnmountKeepsRootFdWhileARingServes(t *testing.T) {
 	}
 	if errors.Is(err, syscall.EBADF) {
 		t.Error("the backing directory's descriptor was closed while a ring request could still use it")
+	}
+}
+
+// TestSwitchOnURingSaysItIsTheMachines switches on a stand-in for the
+// module parameter: the warning says the switch is the whole machine's,
+// outlives the daemon, and how to switch it back.
+func TestSwitchOnURingSaysItIsTheMachines(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("switching io_uring on needs root")
+	}
+	param := filepath.Join(t.TempDir(), "enable_uring")
+	if err := os.WriteFile(param, []byte("N\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	if why := switchOnURing(param, slog.New(slog.NewTextHandler(&logged, nil))); why != "" {
+		t.Fatalf("not switched on: %s", why)
+	}
+	if b, _ := os.ReadFile(param); string(b) != "1" {
+		t.Errorf("parameter now %q, want 1", b)
+	}
+	for _, want := range []string{"level=WARN", "whole machine", "every FUSE server", "stays on", `switch_back="echo 0 > ` + param} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("log %q lacks %q", logged.String(), want)
+		}
 	}
 }
