@@ -14,11 +14,9 @@
 package remote
 
 import (
-	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/dshfs/dshfs/versionstore"
@@ -119,6 +117,7 @@ func packKey(data []byte) string {
 // after a crash names the same packs.
 type codec struct {
 	enc *zstd.Encoder
+	dec *zstd.Decoder // DecodeAll stops at the capacity it is given
 }
 
 func newCodec() (*codec, error) {
@@ -126,7 +125,11 @@ func newCodec() (*codec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &codec{enc: enc}, nil
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecodeAllCapLimit(true))
+	if err != nil {
+		return nil, err
+	}
+	return &codec{enc: enc, dec: dec}, nil
 }
 
 // open decompresses z, which must be the bytes of version v of size n.
@@ -134,7 +137,7 @@ func (c *codec) open(v versionstore.Version, z []byte, n int64) ([]byte, error) 
 	if n < 0 || n > maxObjectSize {
 		return nil, fmt.Errorf("%s: %w (size %d)", v, versionstore.ErrCorrupt, n)
 	}
-	data, err := decodeExactly(z, n)
+	data, err := c.decodeExactly(z, n)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w (%v)", v, versionstore.ErrCorrupt, err)
 	}
@@ -144,34 +147,34 @@ func (c *codec) open(v versionstore.Version, z []byte, n int64) ([]byte, error) 
 	return data, nil
 }
 
-// The largest object and tree a replica is read with; a size over these in
-// a segment or a tree reference is damage.
 const (
+	// The largest object and tree a replica is read with; a size over
+	// these in a segment or a tree reference is damage.
 	maxObjectSize = 1 << 34
 	maxTreeSize   = 1 << 32
+	// maxRatio is the most a zstd frame can expand: a block of at most
+	// 128 KiB from 4 bytes (a 3-byte header and the byte an RLE block
+	// repeats).
+	maxRatio = 128 << 10 / 4
 )
 
-// decodeExactly decompresses z, which must come to n bytes. Sizes come
-// from the bucket, so memory is taken as the bytes come out rather than n
-// ahead of them, and decompression stops one byte past n: a small frame
-// that claims or inflates to gigabytes costs no more than the bytes it
-// really holds, up to n.
-func decodeExactly(z []byte, n int64) ([]byte, error) {
-	d, err := zstd.NewReader(bytes.NewReader(z), zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxWindow(uint64(max(n, 64<<20))))
+// decodeExactly decompresses z, which must come to n bytes. n comes from
+// the bucket, and the buffer is allocated n ahead: a size z cannot expand
+// to is damage found before anything is allocated, so the buffer is at
+// most 32,768 times the bytes the bucket really holds. Decompression
+// stops at n.
+func (c *codec) decodeExactly(z []byte, n int64) ([]byte, error) {
+	if n > int64(len(z))*maxRatio {
+		return nil, fmt.Errorf("%d bytes cannot decompress to %d", len(z), n)
+	}
+	data, err := c.dec.DecodeAll(z, make([]byte, 0, n))
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
-	var buf bytes.Buffer
-	buf.Grow(int(min(n, 8*int64(len(z))+4096)))
-	if _, err := buf.ReadFrom(io.LimitReader(d, n+1)); err != nil {
-		return nil, err
+	if int64(len(data)) != n {
+		return nil, fmt.Errorf("decompressed to %d bytes, not %d", len(data), n)
 	}
-	if int64(buf.Len()) != n {
-		return nil, fmt.Errorf("decompressed to %d bytes, not %d", buf.Len(), n)
-	}
-	return buf.Bytes(), nil
+	return data, nil
 }
 
 // in is ref's bytes in blob; false if they are not all there (a segment

@@ -139,9 +139,23 @@ func TestDecodeExactly(t *testing.T) {
 		{"not a frame", []byte("not zstd at all"), 15, false},
 		{"cut short", z[:len(z)/2], int64(len(data)), false},
 	} {
-		got, err := decodeExactly(tc.z, tc.n)
+		got, err := c.decodeExactly(tc.z, tc.n)
 		if ok := err == nil && bytes.Equal(got, data); ok != tc.ok {
 			t.Errorf("%s: %d bytes, %v; want ok %v", tc.name, len(got), err, tc.ok)
+		}
+	}
+}
+
+// TestDecodeExactlyTakesTheMostCompressible checks maxRatio against the
+// encoder: bytes that compress as far as they can still read back.
+func TestDecodeExactlyTakesTheMostCompressible(t *testing.T) {
+	c, err := newCodec()
+	must(t, err)
+	for _, n := range []int{1, 4096, 128 << 10, 16 << 20} {
+		data := make([]byte, n)
+		z := c.enc.EncodeAll(data, nil)
+		if got, err := c.decodeExactly(z, int64(n)); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("%d zero bytes in a %d-byte frame: %v", n, len(z), err)
 		}
 	}
 }

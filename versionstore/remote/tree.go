@@ -121,7 +121,7 @@ func (h *History) readTree(ctx context.Context, ref treeRef) (*tree, error) {
 	if ref.Size < 0 || ref.Size > maxTreeSize {
 		return nil, fmt.Errorf("%s: %w (size %d)", ref.Key, versionstore.ErrCorrupt, ref.Size)
 	}
-	data, err := decodeExactly(z, ref.Size)
+	data, err := h.codec.decodeExactly(z, ref.Size)
 	if err != nil || treeKey(data) != ref.Key {
 		return nil, fmt.Errorf("%s: %w", ref.Key, versionstore.ErrCorrupt)
 	}
