@@ -53,28 +53,59 @@ func TestTamperedObjectRefIsDamage(t *testing.T) {
 	}
 }
 
+// TestTamperedTreeSizeIsDamage gives the tree reference a size its frame
+// cannot reach: reading the workspace fails as damage, taking nothing.
+func TestTamperedTreeSizeIsDamage(t *testing.T) {
+	f := newFixture(t)
+	r := f.start(f.bucket(), "w1")
+	f.write("a.txt", "in the tree\n")
+	f.caughtUp(r)
+	must(t, r.Close(30*time.Second))
+	trees := 0
+	f.rewriteSegments(func(seg map[string]any) {
+		if ref, ok := seg["tree"].(map[string]any); ok {
+			ref["size"] = int64(1) << 31
+			trees++
+		}
+	})
+	if trees == 0 {
+		t.Fatal("no tree in the segments")
+	}
+	if _, err := f.fetch().Workspace(context.Background()); !errors.Is(err, versionstore.ErrCorrupt) {
+		t.Fatalf("Workspace: %v, want ErrCorrupt", err)
+	}
+}
+
 // tamperSegments rewrites every object record of every segment on the
 // server's disk with tamper.
 func (f *fixture) tamperSegments(tamper func(ref map[string]any)) {
 	f.t.Helper()
-	segs, _ := filepath.Glob(filepath.Join(f.server.Dir, testBucket, f.loc.Prefix, "journal", "*.json"))
 	n := 0
-	for _, p := range segs {
-		b, err := os.ReadFile(p)
-		f.must(err)
-		var seg map[string]any
-		f.must(json.Unmarshal(b, &seg))
+	f.rewriteSegments(func(seg map[string]any) {
 		objs, _ := seg["objects"].(map[string]any)
 		for _, ref := range objs {
 			tamper(ref.(map[string]any))
 			n++
 		}
+	})
+	if n == 0 {
+		f.t.Fatal("no object records in the segments")
+	}
+}
+
+// rewriteSegments rewrites every segment on the server's disk with edit.
+func (f *fixture) rewriteSegments(edit func(seg map[string]any)) {
+	f.t.Helper()
+	segs, _ := filepath.Glob(filepath.Join(f.server.Dir, testBucket, f.loc.Prefix, "journal", "*.json"))
+	for _, p := range segs {
+		b, err := os.ReadFile(p)
+		f.must(err)
+		var seg map[string]any
+		f.must(json.Unmarshal(b, &seg))
+		edit(seg)
 		b, err = json.Marshal(seg)
 		f.must(err)
 		f.must(os.WriteFile(p, b, 0o644))
-	}
-	if n == 0 {
-		f.t.Fatalf("no object records in the segments %v", segs)
 	}
 }
 
