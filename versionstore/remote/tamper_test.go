@@ -190,3 +190,28 @@ func TestDecodeExactlyTakesTheMostCompressible(t *testing.T) {
 		}
 	}
 }
+
+func TestObjectRefIn(t *testing.T) {
+	blob := []byte("0123456789")
+	for _, tc := range []struct {
+		off, len int64
+		want     string
+		ok       bool
+	}{
+		{0, 10, "0123456789", true},
+		{3, 4, "3456", true},
+		{10, 0, "", true},
+		{9, 2, "", false},
+		{11, 0, "", false},
+		{-1, 2, "", false},
+		{2, -1, "", false},
+		{math.MaxInt64, 1, "", false},
+		{1, math.MaxInt64, "", false},
+		{math.MaxInt64 - 2, 10, "", false},
+	} {
+		got, ok := objectRef{Off: tc.off, Len: tc.len}.in(blob)
+		if ok != tc.ok || string(got) != tc.want {
+			t.Errorf("off %d len %d: %q, %v; want %q, %v", tc.off, tc.len, got, ok, tc.want, tc.ok)
+		}
+	}
+}
