@@ -377,13 +377,26 @@ func (f *FS) Unmount() error {
 	case <-time.After(5 * time.Second):
 		return fmt.Errorf("unmount %s: %w", f.mnt, ErrStillInUse)
 	}
-	if f.uring != nil {
-		f.uring.wait()
-	}
+	f.release()
+	return nil
+}
+
+// release lets go of what the mount held, once the kernel no longer sends
+// it requests.
+func (f *FS) release() {
+	drained := f.uring == nil || f.uring.wait()
 	f.endMappings()
 	f.watch.close()
+	if !drained {
+		// A request a ring still serves may act on rootFd: closed, its
+		// number could be a new descriptor's by then. It stays open until
+		// the process ends. The store the caller closes next is safe: its
+		// descriptors are os.Files, closed once no call uses them, and a
+		// closed index refuses what such a request asks afterwards.
+		f.log.Warn("io_uring queues still serving a request after the mount ended; the backing directory's descriptor is left open", "mountpoint", f.mnt)
+		return
+	}
 	unix.Close(f.rootFd)
-	return nil
 }
 
 // Invalidate drops what the kernel caches for the workspace path key —

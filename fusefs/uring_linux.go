@@ -68,6 +68,7 @@ type uringTransport struct {
 	why     string        // why requests go over /dev/fuse; "" when io_uring serves them
 	wg      sync.WaitGroup
 	served  atomic.Uint64 // requests answered from the rings
+	drain   time.Duration // how long wait waits for the queues to end
 }
 
 // newURing sets up a ring for every possible CPU, switching on the fuse
@@ -85,7 +86,7 @@ func newURing(maxWrite int, log *slog.Logger) (*uringTransport, string) {
 	}
 	page := os.Getpagesize()
 	t := &uringTransport{payload: max(8192, (maxWrite+page-1)/page*page), log: log, start: make(chan struct{}),
-		outcome: make(chan struct{}), devFd: -1, refuse: -1}
+		outcome: make(chan struct{}), devFd: -1, refuse: -1, drain: 5 * time.Second}
 	setup := make(chan error, cpus)
 	for qid := range cpus {
 		q := &uringQueue{t: t, qid: uint16(qid)}
@@ -108,20 +109,29 @@ func newURing(maxWrite int, log *slog.Logger) (*uringTransport, string) {
 // uringEnabled reports why the kernel will not serve FUSE over io_uring,
 // switching it on (root only) if it is off.
 func uringEnabled(log *slog.Logger) string {
+	return switchOnURing(enableURingParam, log)
+}
+
+// switchOnURing is uringEnabled over the module parameter at param. The
+// parameter is the machine's: switched on, it lets every FUSE server use
+// io_uring, and it stays on after the daemon ends, so the log says so as a
+// warning and says how to switch it back.
+func switchOnURing(param string, log *slog.Logger) string {
 	if os.Geteuid() != 0 {
 		return "io_uring needs a root daemon"
 	}
-	b, err := os.ReadFile(enableURingParam)
+	b, err := os.ReadFile(param)
 	if err != nil {
 		return "the kernel has no FUSE over io_uring (Linux 6.14+, CONFIG_FUSE_IO_URING)"
 	}
 	if strings.TrimSpace(string(b)) == "Y" {
 		return ""
 	}
-	if err := os.WriteFile(enableURingParam, []byte("1"), 0); err != nil {
-		return fmt.Sprintf("cannot switch on %s: %v", enableURingParam, err)
+	if err := os.WriteFile(param, []byte("1"), 0); err != nil {
+		return fmt.Sprintf("cannot switch on %s: %v", param, err)
 	}
-	log.Info("switched on FUSE over io_uring for the machine", "param", enableURingParam)
+	log.Warn("switched on FUSE over io_uring for the whole machine: every FUSE server may now use it, and it stays on after this daemon ends",
+		"param", param, "switch_back", "echo 0 > "+param+" once no mount is served over io_uring")
 	return ""
 }
 
@@ -294,10 +304,11 @@ func (t *uringTransport) Why() string {
 	}
 }
 
-// wait waits up to 5 s for the queues to end, as they do once the
-// connection is gone and their requests are answered; a queue whose request
-// never returns keeps its thread, buffers and descriptor.
-func (t *uringTransport) wait() {
+// wait waits up to t.drain (5 s) for the queues to end, as they do once
+// the connection is gone and their requests are answered, and reports
+// whether they did; a queue whose request never returns keeps its thread,
+// buffers and descriptor.
+func (t *uringTransport) wait() bool {
 	t.goServe()
 	ended := make(chan struct{})
 	go func() {
@@ -309,8 +320,9 @@ func (t *uringTransport) wait() {
 	}()
 	select {
 	case <-ended:
-	case <-time.After(5 * time.Second):
-		t.log.Warn("io_uring queues still serving a request 5 s after the mount ended")
+		return true
+	case <-time.After(t.drain):
+		return false
 	}
 }
 

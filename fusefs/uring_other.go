@@ -16,7 +16,7 @@ func newURing(int, *slog.Logger) (*uringTransport, string) {
 }
 
 func (t *uringTransport) Why() string { return "io_uring is Linux's" }
-func (t *uringTransport) wait()       {}
+func (t *uringTransport) wait() bool  { return true }
 func (t *uringTransport) goServe()    {}
 
 type uringInit struct {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
 )
 
 // The workspace's shape, for a replica that must rebuild it elsewhere: the
@@ -192,11 +193,15 @@ func (s *Store) realDirs(dir string) error {
 	return nil
 }
 
+// permOr is p's permission bits, or def if it has none. A tree only
+// records permission bits (walkTree): setuid, setgid and sticky bits from
+// a bucket are dropped, so that a tampered tree cannot make a populate by
+// root create a root-owned setuid executable.
 func permOr(p, def fs.FileMode) fs.FileMode {
-	if p == 0 {
+	if p.Perm() == 0 {
 		return def
 	}
-	return p
+	return p.Perm()
 }
 
 // writeFileSynced writes a new file with perm (the umask aside) and syncs it.
@@ -215,7 +220,8 @@ func writeFileSynced(p string, b []byte, perm fs.FileMode) error {
 	return errors.Join(err, f.Close())
 }
 
-// chmodDirs gives the directories their bits, deepest first (they sort
+// chmodDirs gives the directories their bits through a descriptor opened
+// without following a symlink, deepest first (they sort
 // before the symlinks, each after its parent): a directory without write
 // permission is filled before it gets them.
 func (s *Store) chmodDirs(entries []TreeEntry) error {
@@ -223,7 +229,9 @@ func (s *Store) chmodDirs(entries []TreeEntry) error {
 		if e.Type != TreeDir {
 			continue
 		}
-		if err := os.Chmod(filepath.Join(s.rootPath, filepath.FromSlash(e.Path)), permOr(e.Perm, 0o755)); err != nil {
+		perm := uint32(permOr(e.Perm, 0o755))
+		err := s.inKeyDir(e.Path+"/", false, func(d keyDir) error { return unix.Fchmod(d.fd, perm) })
+		if err != nil {
 			return fmt.Errorf("populate %q: %w", e.Path, err)
 		}
 	}

@@ -103,6 +103,9 @@ func (h *History) Object(ctx context.Context, v versionstore.Version) ([]byte, e
 	if !ok {
 		return nil, fmt.Errorf("%s: %w", v, versionstore.ErrNotKept)
 	}
+	if ref.Off < 0 || ref.Len <= 0 {
+		return nil, fmt.Errorf("%s in %s: %w (offset %d, length %d)", v.Short(), ref.Key, versionstore.ErrCorrupt, ref.Off, ref.Len)
+	}
 	z, _, err := h.b.Get(ctx, ref.Key, fmt.Sprintf("bytes=%d-%d", ref.Off, ref.Off+ref.Len-1))
 	if err != nil {
 		return nil, err
@@ -129,11 +132,12 @@ func (h *History) Objects(ctx context.Context) (objs map[versionstore.Version][]
 		}
 		for _, v := range vs {
 			ref := h.refs[v]
-			if err != nil || ref.Off+ref.Len > int64(len(blob)) {
+			z, ok := ref.in(blob)
+			if err != nil || !ok {
 				damaged = append(damaged, fmt.Errorf("%s in %s: %w (missing or cut short)", v.Short(), key, versionstore.ErrCorrupt))
 				continue
 			}
-			data, oerr := h.codec.open(v, blob[ref.Off:ref.Off+ref.Len], ref.Size)
+			data, oerr := h.codec.open(v, z, ref.Size)
 			if oerr != nil {
 				damaged = append(damaged, fmt.Errorf("%s in %s: %w", v.Short(), key, oerr))
 				continue

@@ -117,7 +117,7 @@ func packKey(data []byte) string {
 // after a crash names the same packs.
 type codec struct {
 	enc *zstd.Encoder
-	dec *zstd.Decoder
+	dec *zstd.Decoder // DecodeAll stops at the capacity it is given
 }
 
 func newCodec() (*codec, error) {
@@ -134,15 +134,55 @@ func newCodec() (*codec, error) {
 
 // open decompresses z, which must be the bytes of version v of size n.
 func (c *codec) open(v versionstore.Version, z []byte, n int64) ([]byte, error) {
-	if n < 0 || n > 1<<34 {
+	if n < 0 || n > maxObjectSize {
 		return nil, fmt.Errorf("%s: %w (size %d)", v, versionstore.ErrCorrupt, n)
 	}
-	data, err := c.dec.DecodeAll(z, make([]byte, 0, n))
+	data, err := c.decodeExactly(z, n)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w (%v)", v, versionstore.ErrCorrupt, err)
 	}
-	if int64(len(data)) != n || versionstore.Sum(data) != v {
+	if versionstore.Sum(data) != v {
 		return nil, fmt.Errorf("%s: %w (the bytes hash to %s)", v, versionstore.ErrCorrupt, versionstore.Sum(data))
 	}
 	return data, nil
+}
+
+const (
+	// The largest object and tree a replica is read with; a size over
+	// these in a segment or a tree reference is damage.
+	maxObjectSize = 1 << 34
+	maxTreeSize   = 1 << 32
+	// maxRatio is the most a zstd frame can expand: a block of at most
+	// 128 KiB from 4 bytes (a 3-byte header and the byte an RLE block
+	// repeats).
+	maxRatio = 128 << 10 / 4
+)
+
+// decodeExactly decompresses z, which must come to n bytes. n comes from
+// the bucket, and the buffer is allocated n ahead: a size z cannot expand
+// to is damage found before anything is allocated, so the buffer is at
+// most 32,768 times the bytes the bucket really holds. Decompression
+// stops at n.
+func (c *codec) decodeExactly(z []byte, n int64) ([]byte, error) {
+	if n > int64(len(z))*maxRatio {
+		return nil, fmt.Errorf("%d bytes cannot decompress to %d", len(z), n)
+	}
+	data, err := c.dec.DecodeAll(z, make([]byte, 0, n))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != n {
+		return nil, fmt.Errorf("decompressed to %d bytes, not %d", len(data), n)
+	}
+	return data, nil
+}
+
+// in is ref's bytes in blob; false if they are not all there (a segment
+// cut short, damaged or tampered with: an offset or length that is
+// negative or runs past the end).
+func (ref objectRef) in(blob []byte) ([]byte, bool) {
+	if ref.Off < 0 || ref.Len < 0 || ref.Off > int64(len(blob)) || ref.Len > int64(len(blob))-ref.Off {
+		return nil, false
+	}
+	return blob[ref.Off : ref.Off+ref.Len], true
 }

@@ -62,12 +62,12 @@ func (r *Replicator) damaged(ctx context.Context) ([]versionstore.Version, error
 			return nil, err
 		}
 		for _, v := range byKey[key] {
-			ref := r.shipped[v]
-			if err != nil || ref.Off+ref.Len > int64(len(blob)) {
+			z, ok := r.shipped[v].in(blob)
+			if err != nil || !ok {
 				bad = append(bad, v)
 				continue
 			}
-			if _, oerr := r.codec.open(v, blob[ref.Off:ref.Off+ref.Len], ref.Size); oerr != nil {
+			if _, oerr := r.codec.open(v, z, r.shipped[v].Size); oerr != nil {
 				bad = append(bad, v)
 			}
 		}

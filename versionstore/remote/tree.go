@@ -118,10 +118,10 @@ func (h *History) readTree(ctx context.Context, ref treeRef) (*tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ref.Size < 0 || ref.Size > 1<<32 {
+	if ref.Size < 0 || ref.Size > maxTreeSize {
 		return nil, fmt.Errorf("%s: %w (size %d)", ref.Key, versionstore.ErrCorrupt, ref.Size)
 	}
-	data, err := h.codec.dec.DecodeAll(z, make([]byte, 0, ref.Size))
+	data, err := h.codec.decodeExactly(z, ref.Size)
 	if err != nil || treeKey(data) != ref.Key {
 		return nil, fmt.Errorf("%s: %w", ref.Key, versionstore.ErrCorrupt)
 	}
