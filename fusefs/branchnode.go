@@ -210,16 +210,7 @@ func setattrPath(p string, in *fuse.SetAttrIn) syscall.Errno {
 			return toErrno(err)
 		}
 	}
-	uid, uok := in.GetUID()
-	gid, gok := in.GetGID()
-	if uok || gok {
-		u, g := -1, -1
-		if uok {
-			u = int(uid)
-		}
-		if gok {
-			g = int(gid)
-		}
+	if u, g, ok := setattrOwner(in); ok {
 		if err := syscall.Lchown(p, u, g); err != nil {
 			return toErrno(err)
 		}
@@ -229,21 +220,8 @@ func setattrPath(p string, in *fuse.SetAttrIn) syscall.Errno {
 			return toErrno(err)
 		}
 	}
-	return setTimes(p, in)
-}
-
-func setTimes(p string, in *fuse.SetAttrIn) syscall.Errno {
-	a, aok := in.GetATime()
-	m, mok := in.GetMTime()
-	if !aok && !mok {
-		return 0
+	if ts := setattrTimes(in); ts != nil {
+		return toErrno(unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, unix.AT_SYMLINK_NOFOLLOW))
 	}
-	ts := []unix.Timespec{{Nsec: utimeOmit}, {Nsec: utimeOmit}}
-	if aok {
-		ts[0] = unix.NsecToTimespec(a.UnixNano())
-	}
-	if mok {
-		ts[1] = unix.NsecToTimespec(m.UnixNano())
-	}
-	return toErrno(unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, unix.AT_SYMLINK_NOFOLLOW))
+	return 0
 }

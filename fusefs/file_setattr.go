@@ -69,16 +69,7 @@ func (n *node) setattrRef(ctx context.Context, r nodeRef, in *fuse.SetAttrIn) sy
 			return toErrno(err)
 		}
 	}
-	uid, uok := in.GetUID()
-	gid, gok := in.GetGID()
-	if uok || gok {
-		u, g := -1, -1
-		if uok {
-			u = int(uid)
-		}
-		if gok {
-			g = int(gid)
-		}
+	if u, g, ok := setattrOwner(in); ok {
 		if err := r.chown(u, g); err != nil {
 			return toErrno(err)
 		}
@@ -92,6 +83,21 @@ func (n *node) setattrRef(ctx context.Context, r nodeRef, in *fuse.SetAttrIn) sy
 		return toErrno(r.utimes(ts))
 	}
 	return 0
+}
+
+// setattrOwner is the chown argument for in's owner and group (-1 for one
+// it leaves), ok false if it sets neither.
+func setattrOwner(in *fuse.SetAttrIn) (uid, gid int, ok bool) {
+	u, uok := in.GetUID()
+	g, gok := in.GetGID()
+	uid, gid = -1, -1
+	if uok {
+		uid = int(u)
+	}
+	if gok {
+		gid = int(g)
+	}
+	return uid, gid, uok || gok
 }
 
 // setattrTimes is the utimensat argument for in's times, nil if it sets
