@@ -23,12 +23,12 @@ is_mounted() {
 	awk -v m="$1" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo
 }
 
-# take_down SYSTEM: unmount its test and scratch mounts and wait (10 s at
+# take_down SECTION: unmount its test and scratch mounts and wait (10 s at
 # most) for their daemons to exit, killing them after that. A test killed
 # by its timeout leaves both mounted, and may leave its daemon hung.
 take_down() {
 	local d=$tmp/$1 name=passthrough_ll m pids i
-	[ "$1" = dshfs ] && name=dshfs
+	[ "${1%%-*}" = dshfs ] && name=dshfs
 	[ -d "$d" ] || return 0
 	# Nothing here stats the mount points: a hung daemon would hang it.
 	for m in "$d/test.mnt" "$d/scratch.mnt"; do
@@ -54,7 +54,7 @@ cleanup() {
 		pkill -P "$j" 2>/dev/null
 		kill "$j" 2>/dev/null
 	done
-	for s in dshfs loopback; do take_down "$s"; done
+	for s in "${sections[@]}"; do take_down "$s"; done
 	losetup -n -O NAME,BACK-FILE 2>/dev/null | awk -v t="$tmp/" 'index($2, t) == 1 { print $1 }' |
 		while read -r dev; do losetup -d "$dev" 2>/dev/null || true; done
 	for h in "${made_helpers[@]}"; do rm -f "$h"; done

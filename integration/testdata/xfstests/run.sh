@@ -27,7 +27,10 @@
 # are taken down and the run goes on. $XFSTESTS_TESTS="generic/035 ..." runs
 # only those; otherwise the generic tests of group $XFSTESTS_GROUP (quick).
 # With XFSTESTS_PARALLEL=1 the systems run at the same time, from the same
-# built tree: about half the wall time, on a machine with room.
+# built tree: about half the wall time, on a machine with room. With
+# XFSTESTS_SHARDS=N (default 1) each system's tests are dealt round-robin to
+# N sections (SYSTEM-1 ... SYSTEM-N, each with its own mounts) that run at
+# the same time; their results are joined into SYSTEM.tsv.
 #
 # Results go to $XFSTESTS_RESULTS (default <cache>/results/<time>/): for
 # each system SYSTEM.tsv (test, status, seconds, reason; status is pass,
@@ -104,6 +107,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/dshfs-xfstests.XXXXXX")
 chmod 0755 "$tmp" # the suite's other users must reach the mounts
 made_users=()
 made_helpers=()
+sections=()
 . "$here/cleanup.sh"
 . "$here/patch.sh"
 trap cleanup EXIT
@@ -163,9 +167,18 @@ for u in fsgqa fsgqa2 123456-fsgqa; do
 done
 getent group fsgqa >/dev/null || { groupadd fsgqa && made_users+=(group:fsgqa); }
 
-subtype() { if [ "$1" = dshfs ]; then echo .dshfs; else echo .passthrough_ll; fi; }
+shards=${XFSTESTS_SHARDS:-1}
+sections=()
+for s in "${systems[@]}"; do
+	if [ "$shards" -gt 1 ]; then
+		for i in $(seq "$shards"); do sections+=("$s-$i"); done
+	else
+		sections+=("$s")
+	fi
+done
+subtype() { if [ "${1%%-*}" = dshfs ]; then echo .dshfs; else echo .passthrough_ll; fi; }
 {
-	for s in "${systems[@]}"; do
+	for s in "${sections[@]}"; do
 		d=$tmp/$s
 		mkdir -p "$d/test" "$d/test.mnt" "$d/scratch" "$d/scratch.mnt" "$results/$s"
 		cat <<-EOF
@@ -190,15 +203,35 @@ else
 fi
 echo "xfstests: ${#tests[@]} tests of $group on ${systems[*]}; per test ${limit}s; results in $results" >&2
 start=$(date +%s)
+# shard_tests I: the tests of shard I (1-based), every $shards-th.
+shard_tests() {
+	local i
+	for ((i = $1 - 1; i < ${#tests[@]}; i += shards)); do echo "${tests[$i]}"; done
+}
+# run_sections SYSTEM: its sections, at the same time if sharded.
+run_sections() {
+	local i pids=()
+	if [ "$shards" -le 1 ]; then
+		run_system "$1" "${tests[@]}"
+		return
+	fi
+	for i in $(seq "$shards"); do
+		# shellcheck disable=SC2046 # test names have no spaces
+		run_system "$1-$i" $(shard_tests "$i") &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || true; done
+	cat "$results/$1"-*.tsv | sort -t/ -k2,2n >"$results/$1.tsv"
+}
 if [ "${XFSTESTS_PARALLEL:-0}" = 1 ]; then
 	pids=()
 	for s in "${systems[@]}"; do
-		run_system "$s" "${tests[@]}" &
+		run_sections "$s" &
 		pids+=($!)
 	done
 	for p in "${pids[@]}"; do wait "$p" || true; done
 else
-	for s in "${systems[@]}"; do run_system "$s" "${tests[@]}"; done
+	for s in "${systems[@]}"; do run_sections "$s"; done
 fi
 wall=$(($(date +%s) - start))
 report "$wall"
