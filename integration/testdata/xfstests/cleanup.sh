@@ -50,9 +50,8 @@ take_down() {
 cleanup() {
 	local s h u
 	set +e # every step is tried, whatever the one before said
-	for j in $(jobs -p); do # a run cut short: its watches and their checks
-		pkill -P "$j" 2>/dev/null
-		kill "$j" 2>/dev/null
+	for j in $(jobs -p); do # a run cut short: its watches, their checks and tests
+		kill_tree "$j"
 	done
 	for s in "${sections[@]}"; do take_down "$s"; done
 	losetup -n -O NAME,BACK-FILE 2>/dev/null | awk -v t="$tmp/" 'index($2, t) == 1 { print $1 }' |

@@ -177,22 +177,22 @@ for s in "${systems[@]}"; do
 	fi
 done
 subtype() { if [ "${1%%-*}" = dshfs ]; then echo .dshfs; else echo .passthrough_ll; fi; }
-{
-	for s in "${sections[@]}"; do
-		d=$tmp/$s
-		mkdir -p "$d/test" "$d/test.mnt" "$d/scratch" "$d/scratch.mnt" "$results/$s"
-		cat <<-EOF
-			[$s]
-			FSTYP=fuse
-			FUSE_SUBTYP=$(subtype "$s")
-			TEST_DEV=$d/test
-			TEST_DIR=$d/test.mnt
-			SCRATCH_DEV=$d/scratch
-			SCRATCH_MNT=$d/scratch.mnt
-			RESULT_BASE=$results/$s/xfstests
-		EOF
-	done
-} >"$tmp/local.config"
+# One config file a section: check mounts the first section of its file's
+# test device before it reads -s, which would be another section's.
+for s in "${sections[@]}"; do
+	d=$tmp/$s
+	mkdir -p "$d/test" "$d/test.mnt" "$d/scratch" "$d/scratch.mnt" "$results/$s"
+	cat >"$tmp/$s.config" <<-EOF
+		[$s]
+		FSTYP=fuse
+		FUSE_SUBTYP=$(subtype "$s")
+		TEST_DEV=$d/test
+		TEST_DIR=$d/test.mnt
+		SCRATCH_DEV=$d/scratch
+		SCRATCH_MNT=$d/scratch.mnt
+		RESULT_BASE=$results/$s/xfstests
+	EOF
+done
 
 # --- the tests, each on its own under a timeout ---
 . "$here/runtests.sh"

@@ -17,7 +17,7 @@ run_system() {
 	shift
 	local dir=$results/$s
 	: >"$dir/timeouts"
-	(cd "$src" && HOST_OPTIONS=$tmp/local.config exec ./check -s "$s" --exact-order "$@") >"$dir/check.out" 2>&1 &
+	(cd "$src" && HOST_OPTIONS=$tmp/$s.config exec ./check -s "$s" --exact-order "$@") >"$dir/check.out" 2>&1 &
 	local check=$! cur="" since now
 	while kill -0 "$check" 2>/dev/null; do
 		sleep 2
