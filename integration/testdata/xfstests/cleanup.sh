@@ -50,10 +50,13 @@ take_down() {
 cleanup() {
 	local s h u
 	set +e # every step is tried, whatever the one before said
-	for j in $(jobs -p); do # a run cut short: its watches, their checks and tests
+	for j in $(jobs -p) $(cat "$tmp/checks" 2>/dev/null); do # a run cut short: its watches, checks and tests
 		kill_tree "$j"
 	done
-	for s in "${sections[@]}"; do take_down "$s"; done
+	for s in "${sections[@]}"; do
+		take_down "$s"
+		umount "$tmp/$s" 2>/dev/null
+	done
 	losetup -n -O NAME,BACK-FILE 2>/dev/null | awk -v t="$tmp/" 'index($2, t) == 1 { print $1 }' |
 		while read -r dev; do losetup -d "$dev" 2>/dev/null || true; done
 	for h in "${made_helpers[@]}"; do rm -f "$h"; done

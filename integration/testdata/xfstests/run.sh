@@ -57,7 +57,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "xfstests: must run as root (the suite mounts, and changes uids and owners)" >&2
 	exit 2
 fi
-for tool in make cc git pkg-config xfs_io setfacl getfattr fusermount3 go timeout; do
+for tool in make cc git pkg-config mkfs.ext4 losetup xfs_io setfacl getfattr fusermount3 go timeout; do
 	command -v "$tool" >/dev/null || {
 		echo "xfstests: $tool not found (see the comment at the top of $0 for Debian's packages)" >&2
 		exit 2
@@ -140,7 +140,7 @@ results=${XFSTESTS_RESULTS:-$cache/results/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$results"
 
 # --- the mount helpers, the users, the config ---
-mkdir -p "$tmp/bin" "$tmp/state"
+mkdir -p "$tmp/bin"
 (cd "$repo" && go build -o "$tmp/bin/dshfs" ./cmd/dshfs)
 cp "$src/libfuse/example/passthrough_ll" "$tmp/bin/"
 install_helper() { # NAME BODY
@@ -155,7 +155,7 @@ install_helper() { # NAME BODY
 }
 for s in "${systems[@]}"; do
 	case $s in
-	dshfs) install_helper dshfs "XDG_STATE_HOME=$tmp/state exec $tmp/bin/dshfs mount --allow-other ${XFSTESTS_DSHFS_OPTS:-} \"\$1\" \"\$2\" >/dev/null" ;;
+	dshfs) install_helper dshfs "XDG_STATE_HOME=\$(dirname \"\$1\")/state exec $tmp/bin/dshfs mount --allow-other ${XFSTESTS_DSHFS_OPTS:-} \"\$1\" \"\$2\" >/dev/null" ;;
 	loopback) install_helper passthrough_ll "ulimit -n \$(ulimit -Hn); exec $tmp/bin/passthrough_ll -o fsname=\"\$1\",source=\"\$1\",allow_other,default_permissions,xattr \"\$2\"" ;;
 	esac
 done
@@ -179,9 +179,18 @@ done
 subtype() { if [ "${1%%-*}" = dshfs ]; then echo .dshfs; else echo .passthrough_ll; fi; }
 # One config file a section: check mounts the first section of its file's
 # test device before it reads -s, which would be another section's.
+# Each section's directories live on an ext4 image of its own, loop-mounted
+# in this namespace ($XFSTESTS_FS_GIB GiB, default 5): the suite's tests
+# that fill their filesystem fill that, not the machine's disk.
+gib=${XFSTESTS_FS_GIB:-5}
 for s in "${sections[@]}"; do
 	d=$tmp/$s
-	mkdir -p "$d/test" "$d/test.mnt" "$d/scratch" "$d/scratch.mnt" "$results/$s"
+	mkdir -p "$d" "$results/$s"
+	truncate -s "${gib}G" "$tmp/$s.img"
+	mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 "$tmp/$s.img"
+	mount -o loop "$tmp/$s.img" "$d"
+	chmod 0755 "$d"
+	mkdir -p "$d/test" "$d/test.mnt" "$d/scratch" "$d/scratch.mnt"
 	cat >"$tmp/$s.config" <<-EOF
 		[$s]
 		FSTYP=fuse

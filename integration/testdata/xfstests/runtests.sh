@@ -19,6 +19,7 @@ run_system() {
 	: >"$dir/timeouts"
 	(cd "$src" && HOST_OPTIONS=$tmp/$s.config exec ./check -s "$s" --exact-order "$@") >"$dir/check.out" 2>&1 &
 	local check=$! cur="" since now
+	echo "$check" >>"$tmp/checks"
 	while kill -0 "$check" 2>/dev/null; do
 		sleep 2
 		now=$(date +%s)
