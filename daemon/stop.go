@@ -51,10 +51,7 @@ func terminate(pid int, stateDir string, uid int) error {
 // awaitExit waits for the daemon pid to exit, and says why its unmount
 // failed if it left a note in its state directory.
 func awaitExit(pid int, stateDir string, uid int) error {
-	for deadline := time.Now().Add(stopTimeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if processAlive(pid) {
-			continue
-		}
+	if waitExit(pid, time.Now().Add(stopTimeout)) {
 		if note := readUnmountError(stateDir, uid); note != "" {
 			if strings.HasSuffix(note, ErrDetachedInUse.Error()) {
 				return ErrDetachedInUse
@@ -90,6 +87,17 @@ func readUnmountError(stateDir string, uid int) string {
 	}
 	b, _ := io.ReadAll(io.LimitReader(f, maxUnmountError))
 	return strings.TrimSpace(string(b))
+}
+
+// pollExit asks kill(pid, 0) every 50 ms until pid has exited (true) or
+// the deadline passes (false).
+func pollExit(pid int, deadline time.Time) bool {
+	for ; time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if !processAlive(pid) {
+			return true
+		}
+	}
+	return !processAlive(pid)
 }
 
 // processAlive reports whether pid is a running process; an exited one
