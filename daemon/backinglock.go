@@ -38,12 +38,25 @@ import (
 // mount run right after the unmount (a script's umount; mount) must not be
 // refused for that. Another dshfs is given closingGrace (after a second a
 // terminal is told what the mount waits for; a script's output is left
-// alone); any other process lockGrace.
-func CheckBacking(backing string) error {
+// alone); any other process lockGrace. A live mount of it at mountPoint
+// itself (its real path; "" for none) is given remountGrace to go: an
+// unmount of it may be under way (umount &; mount, as a script or a test
+// suite does), and a mount of the same directory at the same place again
+// is otherwise the one mistake the refusal below guards against.
+func CheckBacking(backing, mountPoint string) error {
 	start := time.Now()
 	said := false
 	for {
 		if e, ok := ownMountOf(backing); ok {
+			waited := time.Since(start)
+			if e.Err == nil && e.MountPoint == mountPoint && waited < remountGrace {
+				if !said && waited > time.Second && term.IsTerminal(int(os.Stderr.Fd())) {
+					fmt.Fprintf(os.Stderr, "dshfs: %s is still mounted there; waiting up to %s for an unmount of it\n", mountPoint, remountGrace)
+					said = true
+				}
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
 			if e.Err != nil {
 				return fmt.Errorf("the backing directory %s is already mounted at %s (%s); unmount it first (dshfs unmount %s)", backing, e.MountPoint, e.Note(), e.MountPoint)
 			}
@@ -75,6 +88,7 @@ func CheckBacking(backing string) error {
 const (
 	lockGrace    = 2 * time.Second
 	closingGrace = 30 * time.Second
+	remountGrace = 5 * time.Second
 )
 
 // ownLockHolder is a process of the user's that holds the lock on dir.
@@ -136,7 +150,7 @@ func lockBacking(backing string, log *slog.Logger) (func(), error) {
 	}
 	err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 	if errors.Is(err, unix.EWOULDBLOCK) {
-		if err := CheckBacking(backing); err != nil {
+		if err := CheckBacking(backing, ""); err != nil {
 			unix.Close(fd)
 			return nil, err
 		}

@@ -27,7 +27,7 @@ func TestBackingLock(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "), which serves no mount of it; stop it first (kill "+strconv.Itoa(os.Getpid())+")") {
 		t.Fatalf("a second daemon: %v, want %q…", err, want)
 	}
-	if err := CheckBacking(dir); err == nil {
+	if err := CheckBacking(dir, ""); err == nil {
 		t.Fatal("CheckBacking does not see the lock")
 	}
 	unlock()
@@ -38,7 +38,7 @@ func TestBackingLock(t *testing.T) {
 	// A holder that lets go within lockGrace (a daemon unmounted from
 	// outside, closing its index) does not refuse the directory.
 	time.AfterFunc(lockGrace/4, unlock)
-	if err := CheckBacking(dir); err != nil {
+	if err := CheckBacking(dir, ""); err != nil {
 		t.Fatalf("a lock let go within the grace: %v", err)
 	}
 	// A daemon whose rival lets go within the grace takes the lock itself.
@@ -76,7 +76,7 @@ func TestBackingLockOfAnotherUser(t *testing.T) {
 	}
 	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
 	awaitLockHolder(t, dir, holder.Process.Pid)
-	if err := CheckBacking(dir); err != nil {
+	if err := CheckBacking(dir, ""); err != nil {
 		t.Fatalf("another user's lock refused the directory: %v", err)
 	}
 	unlock, err := lockBacking(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))

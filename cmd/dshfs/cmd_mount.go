@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/dshfs/dshfs/daemon"
 	"github.com/dshfs/dshfs/internal/quote"
@@ -60,7 +61,7 @@ func runMount(o mountOptions, backing, mountpoint string) error {
 	if o.Backing, err = daemon.BackingDir(backing); err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
-	if err := daemon.CheckBacking(o.Backing); err != nil {
+	if err := daemon.CheckBacking(o.Backing, realPath(mountpoint)); err != nil {
 		return cli.Exit(err.Error(), exitFailure)
 	}
 	if err := checkFrom(o); err != nil {
@@ -175,4 +176,17 @@ func mountFlags(o *mountOptions) []cli.Flag {
 		&cli.BoolFlag{Name: "remote-takeover", Usage: "replicate to --remote's prefix even though another dshfs does, stopping that one's replication", Destination: &o.RemoteTakeover},
 		&cli.Int64Flag{Name: "max-image-bytes", Usage: "largest file read_image returns", Value: toolapi.DefaultMaxImageBytes, DefaultText: humanBytes(toolapi.DefaultMaxImageBytes), Destination: &o.MaxImageBytes},
 	}
+}
+
+// realPath is path made absolute with its symbolic links resolved, as the
+// mount table names a mount point; as far as it resolves.
+func realPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	return abs
 }
