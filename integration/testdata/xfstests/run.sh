@@ -166,9 +166,9 @@ done
 getent group fsgqa >/dev/null || { groupadd fsgqa && made_users+=(group:fsgqa); }
 for u in fsgqa fsgqa2 123456-fsgqa; do
 	if ! id "$u" >/dev/null 2>&1; then
-		group=(-N)
-		[ "$u" = fsgqa ] && group=(-g fsgqa)
-		useradd -M "${group[@]}" -d / -s /bin/sh "$u" # su there prints nothing
+		ugroup=(-N)
+		[ "$u" = fsgqa ] && ugroup=(-g fsgqa)
+		useradd -M "${ugroup[@]}" -d / -s /bin/sh "$u" # su there prints nothing
 		made_users=("$u" "${made_users[@]}") # removed before its group
 	fi
 done
