@@ -101,6 +101,19 @@ func ownLockHolder(dir string) (lockHolder, bool) {
 	return lockHolder{}, false
 }
 
+// LiveMountOf is the user's live mount of the backing directory backing
+// (its real path), if any: the one a second mount of it would meet.
+func LiveMountOf(backing string) (Entry, bool) { return ownMountOf(backing) }
+
+// SecondMountPoint reports whether e is another mount point of the mount
+// its record names (a bind mount of it, as `dshfs mount` makes for a
+// mounted directory): the mount table gives both one device. Unmounting it
+// leaves that mount and its daemon alone. A record naming another mount
+// than its own is otherwise a spoof, which Dial refuses.
+func (e Entry) SecondMountPoint() bool {
+	return e.Err == nil && e.Record.MountPoint != "" && e.Record.MountPoint != e.MountPoint && sameMount(e.MountPoint, e.Record.MountPoint)
+}
+
 // ownMountOf is the user's live mount of backing, if any. A dead one (its
 // daemon gone) does not count: nothing versions the tree through it, and
 // mounting there again replaces it.

@@ -26,7 +26,8 @@ const dialTimeout = 5 * time.Second
 // Dial checks that the daemon e's record names is e's, before anything is
 // sent to it: the socket file belongs to the mount's user, the process
 // serving it runs as that user with the record's pid, and it says it
-// serves e's mount point. Its errors are ErrUnreachable.
+// serves e's mount point (or one the mount table shows to be the same
+// mount: e is a second mount point of it). Its errors are ErrUnreachable.
 func Dial(ctx context.Context, e Entry) (Daemon, error) {
 	if err := e.Reachable(); err != nil {
 		return Daemon{}, err
@@ -43,7 +44,7 @@ func Dial(ctx context.Context, e Entry) (Daemon, error) {
 		return Daemon{}, notItsDaemon("the dshfs mount at %s names a daemon that is not its own (%v); dshfs status lists the mounts and their users", e.MountPoint, err)
 	case err != nil:
 		return Daemon{}, unreachable("cannot reach the daemon of the dshfs mount at %s: %v; dshfs status shows whether it runs", e.MountPoint, err)
-	case st.MountPoint != e.MountPoint:
+	case st.MountPoint != e.MountPoint && !sameMount(e.MountPoint, st.MountPoint):
 		c.CloseIdle()
 		return Daemon{}, notItsDaemon("the daemon the dshfs mount at %s names serves %s instead; dshfs status lists the mounts", e.MountPoint, st.MountPoint)
 	}

@@ -42,3 +42,46 @@ func mountUID(superOptions string) int {
 	}
 	return -1
 }
+
+// sameMount reports whether the mount points a and b show one mount (one
+// FUSE connection: a bind mount of the other), by the device numbers the
+// mount table gives them; it never asks the mounts themselves.
+func sameMount(a, b string) bool {
+	ms, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
+		return m.Mountpoint != a && m.Mountpoint != b, false
+	})
+	if err != nil {
+		return false
+	}
+	var da, db []int
+	for _, m := range ms {
+		if m.Mountpoint == a {
+			da = []int{m.Major, m.Minor}
+		} else {
+			db = []int{m.Major, m.Minor}
+		}
+	}
+	return da != nil && db != nil && da[0] == db[0] && da[1] == db[1]
+}
+
+// otherMountPoints are the other mount points of the mount at mnt (bind
+// mounts of it), from the mount table.
+func otherMountPoints(mnt string) []string {
+	ms, err := mountinfo.GetMounts(nil)
+	if err != nil {
+		return nil
+	}
+	var self *mountinfo.Info
+	for _, m := range ms {
+		if m.Mountpoint == mnt {
+			self = m
+		}
+	}
+	var out []string
+	for _, m := range ms {
+		if self != nil && m.Mountpoint != mnt && m.Major == self.Major && m.Minor == self.Minor {
+			out = append(out, m.Mountpoint)
+		}
+	}
+	return out
+}

@@ -25,7 +25,8 @@ const drainTimeout = 10 * time.Second
 // returned function stops serving: it stops accepting, lets the calls
 // under way finish (drainTimeout), and returns once they are over.
 func (m *mount) serve() (func(), error) {
-	svc, pol, err := Tools(m.store, m.cfg.NoPolicy, toolapi.Config{MountPoint: m.cfg.MountPoint, MaxImageBytes: m.cfg.MaxImageBytes})
+	svc, pol, err := Tools(m.store, m.cfg.NoPolicy, toolapi.Config{MountPoint: m.cfg.MountPoint, MaxImageBytes: m.cfg.MaxImageBytes,
+		OtherMountPoints: func() []string { return otherMountPoints(m.cfg.MountPoint) }})
 	if err != nil {
 		return nil, err
 	}

@@ -109,3 +109,7 @@ func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return (err == nil || err == syscall.EPERM) && !zombie(pid)
 }
+
+// DetachMount detaches the mount at mnt lazily: its users keep what they
+// hold open until they let go.
+func DetachMount(mnt string) error { return detachMount(mnt) }

@@ -356,6 +356,7 @@ var ErrStillInUse = errors.New("detached, but still in use")
 // Unmount unmounts, retrying while the mount is busy and detaching it
 // lazily if it stays busy, then releases the backing directory.
 func (f *FS) Unmount() error {
+	f.unmountOthers()
 	var err error
 	for range 10 {
 		if err = f.server.Unmount(); err == nil {

@@ -201,11 +201,13 @@ func flockdirCmd(ts *testscript.TestScript, neg bool, args []string) {
 // flocksHeld is the descriptor each script's flockdir holds (0: none).
 var flocksHeld sync.Map
 
-// scriptCondition answers [fusermount]: a normal user mounts through a
+// scriptCondition answers [root], [user_allow_other] and [fusermount]: a normal user mounts through a
 // setuid fusermount3 (Debian's fuse3, which .ci/run installs). In CI its
 // absence fails the script instead of skipping it.
 func scriptCondition(cond string) (bool, error) {
 	switch cond {
+	case "root":
+		return os.Geteuid() == 0, nil
 	case "user_allow_other":
 		b, _ := os.ReadFile("/etc/fuse.conf")
 		return regexp.MustCompile(`(?m)^\s*user_allow_other\s*$`).Match(b), nil

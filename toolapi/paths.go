@@ -81,12 +81,29 @@ func (s *Service) realDisplay(cwd, base string) string {
 // relUnclean maps an absolute path under the mount point or the backing
 // directory to a relative one, keeping its ".." segments for the resolver.
 func (s *Service) relUnclean(abs string) (string, bool) {
-	for _, root := range append([]string{s.mount}, s.store.Roots()...) {
+	if rel, ok := relUnder(abs, append([]string{s.mount}, s.store.Roots()...)); ok {
+		return rel, true
+	}
+	return relUnder(abs, s.otherMountPoints())
+}
+
+// relUnder is abs relative to the first of roots it is under, keeping its
+// ".." segments.
+func relUnder(abs string, roots []string) (string, bool) {
+	for _, root := range roots {
 		if rest, ok := strings.CutPrefix(abs, root); ok && (rest == "" || rest[0] == '/') {
 			return strings.TrimLeft(rest, "/"), true
 		}
 	}
 	return "", false
+}
+
+// otherMountPoints are the other places the mount is shown (Config).
+func (s *Service) otherMountPoints() []string {
+	if s.cfg.OtherMountPoints == nil {
+		return nil
+	}
+	return s.cfg.OtherMountPoints()
 }
 
 // relOf maps an absolute, clean path under the mount point or the backing
@@ -95,7 +112,15 @@ func (s *Service) relOf(abs string) (string, bool) {
 	if rel, err := filepath.Rel(s.mount, abs); err == nil && (rel == "." || filepath.IsLocal(rel)) {
 		return rel, true
 	}
-	return s.store.RelPath(abs)
+	if rel, ok := s.store.RelPath(abs); ok {
+		return rel, true
+	}
+	for _, m := range s.otherMountPoints() {
+		if rel, err := filepath.Rel(m, abs); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+			return rel, true
+		}
+	}
+	return "", false
 }
 
 func (s *Service) displayOf(rel string) string {

@@ -36,6 +36,11 @@ type Config struct {
 	// MountPoint is where the agent sees the workspace; display paths are
 	// under it. Default: the backing directory itself.
 	MountPoint string
+	// OtherMountPoints, if set, lists the other places the mount is shown
+	// (bind mounts of it): a path under one of them means the same file
+	// as under MountPoint. It is asked only for a path under neither the
+	// mount point nor the backing directory.
+	OtherMountPoints func() []string
 	// ReadLimit is the default and maximum number of lines a read returns (2000).
 	ReadLimit int
 	// ReadMaxLineLength truncates longer lines, in UTF-16 code units (2000).

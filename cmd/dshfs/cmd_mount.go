@@ -44,6 +44,9 @@ func mountCommand() *cli.Command {
 			if c.NArg() != 2 {
 				return cli.Exit("mount takes BACKING and MOUNTPOINT", exitUsage)
 			}
+			if done, err := mountSecond(c, c.Args().Get(0), c.Args().Get(1)); done {
+				return err
+			}
 			return runMount(o, c.Args().Get(0), c.Args().Get(1))
 		},
 	}

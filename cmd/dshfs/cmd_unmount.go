@@ -9,6 +9,7 @@ import (
 	"github.com/dshfs/dshfs/daemon"
 	"github.com/dshfs/dshfs/internal/quote"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 )
 
 func unmountCommand() *cli.Command {
@@ -59,6 +60,9 @@ func runUnmount(ctx context.Context, mnt string, lazy bool) error {
 		fmt.Fprintf(os.Stderr, "dshfs: detaching %s while in use; these processes will fail there with \"Transport endpoint is not connected\":\n%s",
 			quote.Name(e.MountPoint), daemon.DescribeHolders(holders, maxHoldersShown))
 	}
+	if e.SecondMountPoint() {
+		return unmountSecond(e, lazy)
+	}
 	detached, err := daemon.Stop(ctx, e)
 	switch {
 	case errors.Is(err, daemon.ErrDetachedInUse) && lazy:
@@ -72,5 +76,22 @@ func runUnmount(ctx context.Context, mnt string, lazy bool) error {
 	if detached {
 		fmt.Printf("dshfs: detached %s, whose daemon was gone\n", quote.Name(e.MountPoint))
 	}
+	return nil
+}
+
+// unmountSecond takes down a second mount point of a mount (a bind mount
+// of it): the kernel's unmount of that one place, which leaves the mount
+// it shows and its daemon serving.
+func unmountSecond(e daemon.Entry, lazy bool) error {
+	var err error
+	if lazy {
+		err = daemon.DetachMount(e.MountPoint)
+	} else {
+		err = unix.Unmount(e.MountPoint, 0)
+	}
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("unmount %s: %v", quote.Name(e.MountPoint), err), exitFailure)
+	}
+	fmt.Printf("dshfs: unmounted %s, a second mount point of %s, which stays mounted\n", quote.Name(e.MountPoint), quote.Name(e.Record.MountPoint))
 	return nil
 }
