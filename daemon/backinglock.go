@@ -38,25 +38,17 @@ import (
 // mount run right after the unmount (a script's umount; mount) must not be
 // refused for that. Another dshfs is given closingGrace (after a second a
 // terminal is told what the mount waits for; a script's output is left
-// alone); any other process lockGrace. A live mount of it at mountPoint
-// itself (its real path; "" for none) is given remountGrace to go: an
+// alone); any other process lockGrace. A mount of it at mountPoint itself
+// (its real path; "" for none) is given remountGrace to go first: an
 // unmount of it may be under way (umount &; mount, as a script or a test
 // suite does), and a mount of the same directory at the same place again
 // is otherwise the one mistake the refusal below guards against.
 func CheckBacking(backing, mountPoint string) error {
+	awaitUnmount(backing, mountPoint)
 	start := time.Now()
 	said := false
 	for {
 		if e, ok := ownMountOf(backing); ok {
-			waited := time.Since(start)
-			if e.Err == nil && e.MountPoint == mountPoint && waited < remountGrace {
-				if !said && waited > time.Second && term.IsTerminal(int(os.Stderr.Fd())) {
-					fmt.Fprintf(os.Stderr, "dshfs: %s is still mounted there; waiting up to %s for an unmount of it\n", mountPoint, remountGrace)
-					said = true
-				}
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
 			if e.Err != nil {
 				return fmt.Errorf("the backing directory %s is already mounted at %s (%s); unmount it first (dshfs unmount %s)", backing, e.MountPoint, e.Note(), e.MountPoint)
 			}
@@ -79,6 +71,31 @@ func CheckBacking(backing, mountPoint string) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// awaitUnmount waits, up to remountGrace, while the mount table shows a
+// mount of the user's of backing at mountPoint: an unmount of it may be
+// under way. It reads the table alone: a look at the mount itself holds it
+// for a moment, which makes the kernel refuse that unmount (EBUSY).
+func awaitUnmount(backing, mountPoint string) {
+	said := false
+	for start := time.Now(); mountPoint != "" && MountedAt(backing, mountPoint) && time.Since(start) < remountGrace; time.Sleep(20 * time.Millisecond) {
+		if !said && time.Since(start) > time.Second && term.IsTerminal(int(os.Stderr.Fd())) {
+			fmt.Fprintf(os.Stderr, "dshfs: %s is still mounted there; waiting up to %s for an unmount of it\n", mountPoint, remountGrace)
+			said = true
+		}
+	}
+}
+
+// MountedAt reports whether the mount table shows a mount of the user's of
+// backing at mountPoint, without looking at the mount.
+func MountedAt(backing, mountPoint string) bool {
+	for _, m := range systemMounts() {
+		if m.MountPoint == mountPoint && m.Backing == backing && m.UID == os.Geteuid() {
+			return true
+		}
+	}
+	return false
 }
 
 // lockGrace is how long CheckBacking waits for a holder of the backing

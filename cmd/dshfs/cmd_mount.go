@@ -181,15 +181,17 @@ func mountFlags(o *mountOptions) []cli.Flag {
 	}
 }
 
-// realPath is path made absolute with its symbolic links resolved, as the
-// mount table names a mount point; as far as it resolves.
+// realPath is path made absolute with its parent's symbolic links
+// resolved, as the mount table names a mount point. The last element is
+// not looked at: a look at a mount there holds it for a moment, which
+// makes the kernel refuse an unmount of it under way (EBUSY).
 func realPath(path string) string {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return path
 	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		return r
+	if r, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(r, filepath.Base(abs))
 	}
 	return abs
 }

@@ -21,8 +21,8 @@ import (
 // that it answered the command (with err).
 func mountSecond(c *cli.Context, backing, mountpoint string) (done bool, err error) {
 	real, err := daemon.BackingDir(backing)
-	if err != nil || !canBind() {
-		return false, nil // runMount says what is wrong, or refuses
+	if err != nil || !canBind() || daemon.MountedAt(real, realPath(mountpoint)) {
+		return false, nil // runMount says what is wrong, or refuses, or waits for an unmount there
 	}
 	e, ok := daemon.LiveMountOf(real)
 	if !ok || e.Err != nil {
@@ -31,9 +31,6 @@ func mountSecond(c *cli.Context, backing, mountpoint string) (done bool, err err
 	first := e.MountPoint
 	if e.SecondMountPoint() {
 		first = e.Record.MountPoint
-	}
-	if realPath(mountpoint) == first {
-		return false, nil // the same place again: CheckBacking waits for an unmount under way
 	}
 	if flags := secondMountFlags(c, first); flags != "" {
 		return true, cli.Exit(fmt.Sprintf("the backing directory %s is mounted at %s already (pid %d); a second mount point shows that mount with its options, so give it none (%s)",
