@@ -137,11 +137,26 @@ func printMergeText(res versionstore.MergeResult) {
 			fmt.Printf("%s %s\n", it.Op, quote.Name(it.Path))
 		}
 	}
+	printMergeGit(res.Git)
 	switch {
 	case res.Refused:
 		fmt.Fprintf(os.Stderr, "dshfs: %d conflicts: nothing applied (--partial applies the rest)\n", res.Conflicts)
 	case res.Step != "":
 		fmt.Printf("merged %d files as %s (dshfs rewind %s undoes it)\n", res.Applied, res.Step, res.Step)
+	}
+}
+
+// printMergeGit says how each of the branch's git repositories merges.
+func printMergeGit(gits []versionstore.GitMerge) {
+	for _, g := range gits {
+		switch {
+		case g.FastForward:
+			fmt.Printf("git %s: fast-forward to %.12s\n", quote.Name(g.Repo), g.Commit)
+		case g.Ref != "":
+			fmt.Printf("git %s: not a fast-forward (%s): the branch's commit %.12s is %s, its changes uncommitted\n", quote.Name(g.Repo), g.Why, g.Commit, g.Ref)
+		default:
+			fmt.Printf("git %s: not a fast-forward (%s): HEAD, refs and index left alone\n", quote.Name(g.Repo), g.Why)
+		}
 	}
 }
 

@@ -1,0 +1,151 @@
+package daemon
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/dshfs/dshfs/versionstore"
+)
+
+// A branch's git repositories (each directory named .git in it) merge by
+// git's rules, not as files (docs/branches.md, ".git/ in a branch"):
+//
+//   - objects (loose, packs, split-index files) are named by their
+//     content: a new one comes across, one the workspace has is left, none
+//     is ever deleted;
+//   - HEAD, refs, packed-refs and the index come across only as a
+//     fast-forward; otherwise the branch's HEAD commit is kept in the
+//     workspace as refs/dshfs/NAME and the workspace's are left alone;
+//   - config, description, hooks/ and info/ merge as files;
+//   - the rest (logs/, ORIG_HEAD, FETCH_HEAD, COMMIT_EDITMSG, locks, a
+//     rebase or merge under way, submodules' repositories) stays the
+//     branch's.
+
+// gitKind is how a file of a repository's directory merges.
+type gitKind int
+
+const (
+	gitLocal   gitKind = iota // stays in the branch
+	gitObject                 // comes across if new, never deleted
+	gitRef                    // comes across as a fast-forward
+	gitSetting                // merges as a file
+)
+
+var (
+	gitLooseObject = regexp.MustCompile(`^objects/[0-9a-f]{2}/([0-9a-f]{38}|[0-9a-f]{62})$`)
+	gitPackFile    = regexp.MustCompile(`^objects/pack/pack-([0-9a-f]{40}|[0-9a-f]{64})\.(pack|idx|rev|bitmap|keep|promisor|mtimes)$`)
+	gitSharedIndex = regexp.MustCompile(`^sharedindex\.([0-9a-f]{40}|[0-9a-f]{64})$`)
+	gitObjectName  = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+)
+
+// gitRefsPrefix names the refs that keep branches' commits in the
+// workspace's repository.
+const gitRefsPrefix = "refs/dshfs/"
+
+// gitPath splits key into its repository's directory (.git, sub/.git) and
+// its path there; ok is false for a key in no repository's directory.
+func gitPath(key string) (repo, rel string, ok bool) {
+	elems := strings.Split(key, "/")
+	for i := 0; i < len(elems)-1; i++ {
+		if elems[i] == ".git" {
+			return strings.Join(elems[:i+1], "/"), strings.Join(elems[i+1:], "/"), true
+		}
+	}
+	return "", "", false
+}
+
+// gitKindOf is how the file rel of a repository's directory merges.
+func gitKindOf(rel string) gitKind {
+	switch {
+	case gitLooseObject.MatchString(rel) || gitPackFile.MatchString(rel) || gitSharedIndex.MatchString(rel):
+		return gitObject
+	case strings.HasSuffix(rel, ".lock"):
+		return gitLocal
+	case rel == "HEAD" || rel == "index" || rel == "packed-refs" || strings.HasPrefix(rel, "refs/"):
+		return gitRef
+	case rel == "config" || rel == "description" || strings.HasPrefix(rel, "hooks/") || strings.HasPrefix(rel, "info/"):
+		return gitSetting
+	}
+	return gitLocal
+}
+
+// gitChanges is what the merge applies of the branch's changes: those
+// outside any repository's directory as they are, each repository's by its
+// rules; with how each repository whose HEAD, refs or index the branch
+// changed is merged.
+func (b *branches) gitChanges(ctx context.Context, br *branch, changes []versionstore.BranchChange) ([]versionstore.BranchChange, []versionstore.GitMerge, error) {
+	var out []versionstore.BranchChange
+	refs := map[string][]versionstore.BranchChange{}
+	for _, c := range changes {
+		repo, rel, ok := gitPath(c.Key)
+		if !ok {
+			out = append(out, c)
+			continue
+		}
+		switch gitKindOf(rel) {
+		case gitObject:
+			has, err := b.m.store.Exists(c.Key)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !has && !c.Version.IsZero() {
+				out = append(out, c)
+			}
+		case gitRef:
+			refs[repo] = append(refs[repo], c)
+		case gitSetting:
+			out = append(out, c)
+		}
+	}
+	var gits []versionstore.GitMerge
+	for _, repo := range sortedRepos(refs) {
+		g, rc, err := b.gitRefs(ctx, br, repo, refs[repo])
+		if err != nil {
+			return nil, nil, err
+		}
+		out, gits = append(out, rc...), append(gits, g)
+	}
+	return out, gits, nil
+}
+
+func sortedRepos(m map[string][]versionstore.BranchChange) []string {
+	repos := make([]string, 0, len(m))
+	for r := range m {
+		repos = append(repos, r)
+	}
+	sort.Strings(repos)
+	return repos
+}
+
+// gitRefs is what the merge applies of the changes refs to the repository
+// repo's HEAD, refs and index: all of them as a fast-forward, replacing
+// the workspace's, else only the ref refs/dshfs/NAME, holding
+// the branch's HEAD commit, when it is not the workspace's.
+func (b *branches) gitRefs(ctx context.Context, br *branch, repo string, refs []versionstore.BranchChange) (versionstore.GitMerge, []versionstore.BranchChange, error) {
+	g := versionstore.GitMerge{Repo: repo}
+	r := gitRepos{branch: filepath.Join(br.dir, "view", filepath.FromSlash(repo)), main: filepath.Join(b.m.cfg.MountPoint, filepath.FromSlash(repo))}
+	g.Commit = gitHead(ctx, r.branch)
+	main := gitHead(ctx, r.main)
+	why, err := b.notFastForward(ctx, br.meta.Checkpoint, repo, r, main, g.Commit)
+	if err != nil {
+		return g, nil, err
+	}
+	if g.Why = why; why == "" {
+		g.FastForward = true
+		for i := range refs {
+			// The workspace's may have moved since the branch point: to an
+			// ancestor (an earlier merge), or the index by a git status.
+			refs[i].Force = true
+		}
+		return g, refs, nil
+	}
+	if g.Commit == "" || g.Commit == main {
+		return g, nil, nil
+	}
+	g.Ref = gitRefsPrefix + br.meta.Name
+	data := []byte(g.Commit + "\n")
+	return g, []versionstore.BranchChange{{Key: repo + "/" + g.Ref, Version: versionstore.Sum(data), Data: data, Perm: 0o644, Force: true}}, nil
+}
