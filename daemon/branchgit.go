@@ -34,33 +34,17 @@ const (
 	gitSetting                // merges as a file
 )
 
-var (
-	gitLooseObject = regexp.MustCompile(`^objects/[0-9a-f]{2}/([0-9a-f]{38}|[0-9a-f]{62})$`)
-	gitPackFile    = regexp.MustCompile(`^objects/pack/pack-([0-9a-f]{40}|[0-9a-f]{64})\.(pack|idx|rev|bitmap|keep|promisor|mtimes)$`)
-	gitSharedIndex = regexp.MustCompile(`^sharedindex\.([0-9a-f]{40}|[0-9a-f]{64})$`)
-	gitObjectName  = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
-)
+// gitObjectName is a commit's name (SHA-1 or SHA-256).
+var gitObjectName = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 
 // gitRefsPrefix names the refs that keep branches' commits in the
 // workspace's repository.
 const gitRefsPrefix = "refs/dshfs/"
 
-// gitPath splits key into its repository's directory (.git, sub/.git) and
-// its path there; ok is false for a key in no repository's directory.
-func gitPath(key string) (repo, rel string, ok bool) {
-	elems := strings.Split(key, "/")
-	for i := 0; i < len(elems)-1; i++ {
-		if elems[i] == ".git" {
-			return strings.Join(elems[:i+1], "/"), strings.Join(elems[i+1:], "/"), true
-		}
-	}
-	return "", "", false
-}
-
 // gitKindOf is how the file rel of a repository's directory merges.
 func gitKindOf(rel string) gitKind {
 	switch {
-	case gitLooseObject.MatchString(rel) || gitPackFile.MatchString(rel) || gitSharedIndex.MatchString(rel):
+	case versionstore.GitObject(rel):
 		return gitObject
 	case strings.HasSuffix(rel, ".lock"):
 		return gitLocal
@@ -80,7 +64,7 @@ func (b *branches) gitChanges(ctx context.Context, br *branch, changes []version
 	var out []versionstore.BranchChange
 	refs := map[string][]versionstore.BranchChange{}
 	for _, c := range changes {
-		repo, rel, ok := gitPath(c.Key)
+		repo, rel, ok := versionstore.GitPath(c.Key)
 		if !ok {
 			out = append(out, c)
 			continue

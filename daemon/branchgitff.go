@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dshfs/dshfs/versionstore"
 )
 
 // When a branch's HEAD, refs and index may replace the workspace's, asked
@@ -40,7 +42,7 @@ type gitRepos struct{ branch, main string }
 // workspace's index stages nothing new since the branch point.
 func (b *branches) notFastForward(ctx context.Context, checkpoint, repo string, r gitRepos, main, commit string) (string, error) {
 	moved, err := b.m.store.ChangedSince(checkpoint, func(key string) bool {
-		kr, rel, ok := gitPath(key)
+		kr, rel, ok := versionstore.GitPath(key)
 		return ok && kr == repo && gitKindOf(rel) == gitRef && rel != "index" && !strings.HasPrefix(rel, gitRefsPrefix)
 	})
 	if err != nil {

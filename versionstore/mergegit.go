@@ -3,13 +3,17 @@ package versionstore
 import (
 	"errors"
 	"io/fs"
+	"regexp"
 	"sort"
+	"strings"
 )
 
 // What a merge needs to bring a branch's git repositories across by git's
 // rules rather than as files (the daemon decides; docs/branches.md, ".git/
 // in a branch"): which of the workspace's paths changed since the branch
-// point, whether a path exists, and how each repository was merged.
+// point, whether a path exists, and how each repository was merged. A
+// rewind of a merge leaves the git objects the merge brought: they are
+// named by their content, and a commit made since may need them.
 
 // GitMerge is how one of a branch's git repositories was merged.
 type GitMerge struct {
@@ -57,4 +61,38 @@ func (s *Store) Exists(key string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+var (
+	gitLooseObject = regexp.MustCompile(`^objects/[0-9a-f]{2}/([0-9a-f]{38}|[0-9a-f]{62})$`)
+	gitPackFile    = regexp.MustCompile(`^objects/pack/pack-([0-9a-f]{40}|[0-9a-f]{64})\.(pack|idx|rev|bitmap|keep|promisor|mtimes)$`)
+	gitSharedIndex = regexp.MustCompile(`^sharedindex\.([0-9a-f]{40}|[0-9a-f]{64})$`)
+)
+
+// GitPath splits key into its git repository's directory (.git, sub/.git)
+// and its path there; ok is false for a key in no repository's directory.
+func GitPath(key string) (repo, rel string, ok bool) {
+	elems := strings.Split(key, "/")
+	for i := 0; i < len(elems)-1; i++ {
+		if elems[i] == ".git" {
+			return strings.Join(elems[:i+1], "/"), strings.Join(elems[i+1:], "/"), true
+		}
+	}
+	return "", "", false
+}
+
+// GitObject reports whether rel, a path in a repository's directory, is
+// named by its content: a loose object, a pack's file, a split index's.
+func GitObject(rel string) bool {
+	return gitLooseObject.MatchString(rel) || gitPackFile.MatchString(rel) || gitSharedIndex.MatchString(rel)
+}
+
+// keepMergedObjects leaves out of a rewind of a merge's step the git
+// objects the merge made.
+func keepMergedObjects(steps map[string]*actorStep) {
+	for key, st := range steps {
+		if _, rel, ok := GitPath(key); ok && GitObject(rel) && st.first.Prev.IsZero() {
+			delete(steps, key)
+		}
+	}
 }
