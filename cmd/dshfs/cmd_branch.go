@@ -18,7 +18,8 @@ func branchCommand() *cli.Command {
 		Description: "A branch shows the workspace as it was when it was made and takes its own writes; it is mounted at\n" +
 			"MOUNTPOINT@NAME by the workspace's daemon. `merge` applies the files the branch changed where the\n" +
 			"workspace did not change them since (exit 1 and nothing applied on a conflict, unless --partial);\n" +
-			"`dshfs rewind merge:NAME` undoes a merge alone.",
+			"a repository's .git/ comes across by git's rules: new objects, and HEAD, refs and index as a\n" +
+			"fast-forward, else the branch's commit as refs/dshfs/NAME. `dshfs rewind merge:NAME` undoes a merge alone.",
 		Subcommands: []*cli.Command{
 			{Name: "new", Usage: "make a branch and print its mount point", ArgsUsage: "NAME",
 				Flags: []cli.Flag{mountFlag, &cli.StringFlag{Name: "actor", Usage: "the actor the branch is for"}, jsonFlag}, Action: runBranchNew},
