@@ -1,6 +1,13 @@
 package daemon
 
-import "testing"
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
 
 func TestGitKindOf(t *testing.T) {
 	const sha1, sha256 = "0123456789abcdef0123456789abcdef01234567", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -43,4 +50,63 @@ func TestGitKindOf(t *testing.T) {
 			t.Errorf("gitKindOf(%q) = %d, want %d", tc.rel, got, tc.want)
 		}
 	}
+}
+
+// TestRunGit: git as a merge runs it answers about a repository of another
+// user, ignores the caller's GIT_* settings, and starts no program the
+// repository's configuration names.
+func TestRunGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	hook := filepath.Join(dir, "monitor.sh")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(dir, "repo")
+	gitT(t, dir, "init", "-q", "-b", "main", repo)
+	gitT(t, repo, "commit", "-q", "--allow-empty", "-m", "one")
+	first := strings.TrimSpace(gitT(t, repo, "rev-parse", "HEAD"))
+	gitT(t, repo, "commit", "-q", "--allow-empty", "-m", "two")
+	gitT(t, repo, "config", "core.fsmonitor", hook)
+	if os.Geteuid() == 0 {
+		if out, err := exec.Command("chown", "-R", "65534:65534", repo).CombinedOutput(); err != nil {
+			t.Fatalf("chown: %v: %s", err, out)
+		}
+	}
+	t.Setenv("GIT_DIR", dir)
+	t.Setenv("GIT_INDEX_FILE", marker)
+	ctx, gitDir := context.Background(), filepath.Join(repo, ".git")
+	head := gitHead(ctx, gitDir)
+	if !gitObjectName.MatchString(head) || head == first {
+		t.Fatalf("gitHead = %q (first commit %s)", head, first)
+	}
+	if !gitIsAncestor(ctx, gitDir, first, head) || gitIsAncestor(ctx, gitDir, head, first) {
+		t.Error("gitIsAncestor: wrong way round")
+	}
+	if _, code := runGit(ctx, gitDir, "diff-index", "--cached", "--quiet", "HEAD", "--"); code != 0 {
+		t.Errorf("diff-index of a clean index: exit %d", code)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the repository's core.fsmonitor ran")
+	}
+	if h := gitHead(ctx, filepath.Join(dir, "none", ".git")); h != "" {
+		t.Errorf("gitHead of no repository = %q", h)
+	}
+}
+
+// gitT runs git in dir for the test, with a fixed identity.
+func gitT(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+	return string(out)
 }
