@@ -19,7 +19,8 @@ import (
 //   - HEAD, refs, packed-refs and the index come across only as a
 //     fast-forward; otherwise the branch's HEAD commit is kept in the
 //     workspace as refs/dshfs/NAME and the workspace's are left alone;
-//   - config, description, hooks/ and info/ merge as files;
+//   - config, description, hooks/ and info/ come across with a repository
+//     the branch made, and stay the branch's otherwise;
 //   - the rest (logs/, ORIG_HEAD, FETCH_HEAD, COMMIT_EDITMSG, locks, a
 //     rebase or merge under way, submodules' repositories) stays the
 //     branch's.
@@ -31,7 +32,7 @@ const (
 	gitLocal   gitKind = iota // stays in the branch
 	gitObject                 // comes across if new, never deleted
 	gitRef                    // comes across as a fast-forward
-	gitSetting                // merges as a file
+	gitSetting                // comes across with a new repository
 )
 
 // gitObjectName is a commit's name (SHA-1 or SHA-256).
@@ -56,46 +57,88 @@ func gitKindOf(rel string) gitKind {
 	return gitLocal
 }
 
+// gitRepoChanges are a branch's changes to one repository's directory
+// whose merge depends on the workspace's repository.
+type gitRepoChanges struct{ refs, settings []versionstore.BranchChange }
+
 // gitChanges is what the merge applies of the branch's changes: those
 // outside any repository's directory as they are, each repository's by its
 // rules; with how each repository whose HEAD, refs or index the branch
 // changed is merged.
 func (b *branches) gitChanges(ctx context.Context, br *branch, changes []versionstore.BranchChange) ([]versionstore.BranchChange, []versionstore.GitMerge, error) {
 	var out []versionstore.BranchChange
-	refs := map[string][]versionstore.BranchChange{}
+	repos := map[string]*gitRepoChanges{}
 	for _, c := range changes {
 		repo, rel, ok := versionstore.GitPath(c.Key)
 		if !ok {
 			out = append(out, c)
 			continue
 		}
+		if repos[repo] == nil {
+			repos[repo] = &gitRepoChanges{}
+		}
 		switch gitKindOf(rel) {
 		case gitObject:
+			if c.Version.IsZero() {
+				continue // never deleted
+			}
 			has, err := b.m.store.Exists(c.Key)
 			if err != nil {
 				return nil, nil, err
 			}
-			if !has && !c.Version.IsZero() {
+			if !has {
 				out = append(out, c)
 			}
 		case gitRef:
-			refs[repo] = append(refs[repo], c)
+			repos[repo].refs = append(repos[repo].refs, c)
 		case gitSetting:
-			out = append(out, c)
+			repos[repo].settings = append(repos[repo].settings, c)
 		}
 	}
+	return b.gitRepos(ctx, br, repos, out)
+}
+
+// gitRepos adds to out what the merge applies of each repository's refs and
+// settings, and says how each repository whose refs changed is merged.
+func (b *branches) gitRepos(ctx context.Context, br *branch, repos map[string]*gitRepoChanges, out []versionstore.BranchChange) ([]versionstore.BranchChange, []versionstore.GitMerge, error) {
 	var gits []versionstore.GitMerge
-	for _, repo := range sortedRepos(refs) {
-		g, rc, err := b.gitRefs(ctx, br, repo, refs[repo])
+	for _, repo := range sortedRepos(repos) {
+		rc := repos[repo]
+		settings, err := b.gitSettings(repo, rc.settings)
 		if err != nil {
 			return nil, nil, err
 		}
-		out, gits = append(out, rc...), append(gits, g)
+		out = append(out, settings...)
+		if len(rc.refs) == 0 {
+			continue
+		}
+		g, refs, err := b.gitRefs(ctx, br, repo, rc.refs)
+		if err != nil {
+			return nil, nil, err
+		}
+		out, gits = append(out, refs...), append(gits, g)
 	}
 	return out, gits, nil
 }
 
-func sortedRepos(m map[string][]versionstore.BranchChange) []string {
+// gitSettings is what the merge applies of the changes to a repository's
+// settings (config, description, hooks, info): all of them with a
+// repository the branch made, none to the workspace's own. They are a
+// checkout's (an agent's user.email is not the workspace's), and some start
+// programs (hooks, core.fsmonitor, aliases) that a branch must not slip
+// into the workspace's git.
+func (b *branches) gitSettings(repo string, settings []versionstore.BranchChange) ([]versionstore.BranchChange, error) {
+	if len(settings) == 0 {
+		return nil, nil
+	}
+	has, err := b.m.store.Exists(repo + "/HEAD")
+	if has || err != nil {
+		return nil, err
+	}
+	return settings, nil
+}
+
+func sortedRepos(m map[string]*gitRepoChanges) []string {
 	repos := make([]string, 0, len(m))
 	for r := range m {
 		repos = append(repos, r)
