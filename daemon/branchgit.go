@@ -118,7 +118,8 @@ func (b *branches) gitRepos(ctx context.Context, br *branch, repos map[string]*g
 		}
 		out, gits = append(out, refs...), append(gits, g)
 	}
-	return out, gits, nil
+	// A git command cut short by the end of the request answered no.
+	return out, gits, ctx.Err()
 }
 
 // gitSettings is what the merge applies of the changes to a repository's
