@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // What a merge needs to bring a branch's git repositories across by git's
@@ -54,10 +55,11 @@ func (s *Store) ChangedSince(checkpoint string, match func(key string) bool) ([]
 }
 
 // Exists reports whether the workspace has an entry at key (a symlink's
-// own, never where it points).
+// own, never where it points); a file where a directory above key would be
+// is no entry at key.
 func (s *Store) Exists(key string) (bool, error) {
 	_, err := s.lstatKey(key)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return false, nil
 	}
 	return err == nil, err

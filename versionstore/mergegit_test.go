@@ -62,8 +62,10 @@ func TestMergeForce(t *testing.T) {
 	if ok, err := ts.Exists("ref"); !ok || err != nil {
 		t.Errorf("Exists(ref) = %v, %v", ok, err)
 	}
-	if ok, err := ts.Exists("no/such"); ok || err != nil {
-		t.Errorf("Exists(no/such) = %v, %v", ok, err)
+	for _, key := range []string{"no/such", "ref/below"} {
+		if ok, err := ts.Exists(key); ok || err != nil {
+			t.Errorf("Exists(%s) = %v, %v", key, ok, err)
+		}
 	}
 }
 
