@@ -1,12 +1,15 @@
 package versionstore
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // What a merge needs to bring a branch's git repositories across by git's
@@ -33,6 +36,7 @@ func (s *Store) ChangedSince(checkpoint string, match func(key string) bool) ([]
 	if err != nil {
 		return nil, err
 	}
+	s.settleOwed(match)
 	first, err := s.journalSince(cp.Seq)
 	if err != nil {
 		return nil, err
@@ -52,6 +56,23 @@ func (s *Store) ChangedSince(checkpoint string, match func(key string) bool) ([]
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// settleOwed waits, up to MergeWriterGrace, for the files match accepts
+// that are being written with a change not recorded yet to be let go: with
+// kernel passthrough a change is recorded at the release, which comes after
+// the writer's close(2) has returned (git's rename of index.lock may come
+// first).
+func (s *Store) settleOwed(match func(key string) bool) {
+	deadline := time.Now().Add(MergeWriterGrace)
+	for time.Now().Before(deadline) {
+		owed := s.mount.owed()
+		i := slices.IndexFunc(owed, match)
+		if i < 0 {
+			return
+		}
+		s.mount.awaitWriters(context.Background(), owed[i])
+	}
 }
 
 // Exists reports whether the workspace has an entry at key (a symlink's
