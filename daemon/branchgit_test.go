@@ -110,3 +110,45 @@ func gitT(t *testing.T, dir string, args ...string) string {
 	}
 	return string(out)
 }
+
+// TestGitBehind: the workspace's file is behind the branch's when the two
+// are the same bytes (or both absent), or, a ref, when it names an ancestor
+// of the branch's commit; never the other way round.
+func TestGitBehind(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	dir := t.TempDir()
+	branch, main := filepath.Join(dir, "branch"), filepath.Join(dir, "main")
+	gitT(t, dir, "init", "-q", "-b", "main", branch)
+	gitT(t, branch, "commit", "-q", "--allow-empty", "-m", "one")
+	one := gitT(t, branch, "rev-parse", "HEAD")
+	gitT(t, branch, "commit", "-q", "--allow-empty", "-m", "two")
+	two := gitT(t, branch, "rev-parse", "HEAD")
+	write := func(rel, data string) {
+		t.Helper()
+		p := filepath.Join(main, ".git", rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("refs/heads/main", one)
+	write("refs/heads/ahead", two)
+	write("HEAD", "ref: refs/heads/other\n")
+	gitT(t, branch, "update-ref", "refs/heads/ahead", strings.TrimSpace(one))
+	r := gitRepos{branch: filepath.Join(branch, ".git"), main: filepath.Join(main, ".git")}
+	ctx := context.Background()
+	for rel, want := range map[string]bool{
+		"refs/heads/main":  true,  // at an ancestor of the branch's
+		"refs/heads/ahead": false, // the workspace's is ahead
+		"HEAD":             false, // other bytes, not a ref
+		"refs/tags/none":   true,  // absent on both sides
+	} {
+		if got := gitBehind(ctx, r, rel); got != want {
+			t.Errorf("gitBehind(%s) = %v, want %v", rel, got, want)
+		}
+	}
+}
