@@ -345,5 +345,11 @@ func (b *branches) Merge(ctx context.Context, name string, o versionstore.MergeO
 	if err != nil {
 		return versionstore.MergeResult{}, err
 	}
-	return b.m.store.Merge(ctx, name, br.meta.Checkpoint, changes, o)
+	changes, gits, err := b.gitChanges(ctx, br, changes)
+	if err != nil {
+		return versionstore.MergeResult{}, err
+	}
+	res, err := b.m.store.Merge(ctx, name, br.meta.Checkpoint, changes, o)
+	res.Git = gits
+	return res, err
 }

@@ -38,6 +38,10 @@ type BranchChange struct {
 	Data    []byte      // the bytes of Version
 	Perm    fs.FileMode // the branch file's permission bits (0: unknown)
 	Writing bool        // open for writing in the branch
+	// Force: the branch's bytes replace whatever the workspace holds when
+	// the plan looks (still compare-and-swap against that), as for a ref
+	// the merge itself keeps.
+	Force bool
 }
 
 // MergeItem is the plan for one path, with its three versions.
@@ -64,6 +68,7 @@ type MergeResult struct {
 	Conflicts int         `json:"conflicts"`
 	Applied   int         `json:"applied"`
 	Refused   bool        `json:"refused,omitempty"` // conflicts, nothing applied
+	Git       []GitMerge  `json:"git,omitempty"`     // the branch's git repositories
 }
 
 // The conflicts of a merge (MergeItem.Conflict).
@@ -117,6 +122,7 @@ func (s *Store) mergePlan(cp Checkpoint, changes []BranchChange) (MergeResult, e
 			return res, err
 		}
 		e, changed := first[c.Key]
+		changed = changed && !c.Force // its base is the workspace's now
 		it := MergeItem{Path: c.Key, Base: main, Main: main, Branch: c.Version}
 		if changed {
 			it.Base = e.Prev

@@ -90,6 +90,9 @@ func (s *Store) actorPlan(cp Checkpoint, o RewindOptions) ([]string, map[string]
 	if err != nil {
 		return nil, nil, err
 	}
+	if IsMergeStep(o.Actor) {
+		keepMergedObjects(steps)
+	}
 	first := make(map[string]JournalEntry, len(steps))
 	for k, st := range steps {
 		first[k] = st.first

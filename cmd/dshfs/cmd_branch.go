@@ -18,7 +18,8 @@ func branchCommand() *cli.Command {
 		Description: "A branch shows the workspace as it was when it was made and takes its own writes; it is mounted at\n" +
 			"MOUNTPOINT@NAME by the workspace's daemon. `merge` applies the files the branch changed where the\n" +
 			"workspace did not change them since (exit 1 and nothing applied on a conflict, unless --partial);\n" +
-			"`dshfs rewind merge:NAME` undoes a merge alone.",
+			"a repository's .git/ comes across by git's rules: new objects, and HEAD, refs and index as a\n" +
+			"fast-forward, else the branch's commit as refs/dshfs/NAME. `dshfs rewind merge:NAME` undoes a merge alone.",
 		Subcommands: []*cli.Command{
 			{Name: "new", Usage: "make a branch and print its mount point", ArgsUsage: "NAME",
 				Flags: []cli.Flag{mountFlag, &cli.StringFlag{Name: "actor", Usage: "the actor the branch is for"}, jsonFlag}, Action: runBranchNew},
@@ -137,11 +138,26 @@ func printMergeText(res versionstore.MergeResult) {
 			fmt.Printf("%s %s\n", it.Op, quote.Name(it.Path))
 		}
 	}
+	printMergeGit(res.Git)
 	switch {
 	case res.Refused:
 		fmt.Fprintf(os.Stderr, "dshfs: %d conflicts: nothing applied (--partial applies the rest)\n", res.Conflicts)
 	case res.Step != "":
 		fmt.Printf("merged %d files as %s (dshfs rewind %s undoes it)\n", res.Applied, res.Step, res.Step)
+	}
+}
+
+// printMergeGit says how each of the branch's git repositories merges.
+func printMergeGit(gits []versionstore.GitMerge) {
+	for _, g := range gits {
+		switch {
+		case g.FastForward:
+			fmt.Printf("git %s: fast-forward to %.12s\n", quote.Name(g.Repo), g.Commit)
+		case g.Ref != "":
+			fmt.Printf("git %s: not a fast-forward (%s): the branch's commit %.12s is %s, its changes uncommitted\n", quote.Name(g.Repo), g.Why, g.Commit, g.Ref)
+		default:
+			fmt.Printf("git %s: not a fast-forward (%s): HEAD, refs and index left alone\n", quote.Name(g.Repo), g.Why)
+		}
 	}
 }
 
