@@ -181,8 +181,15 @@ func (v *BranchView) resolveLower(key string) (source, error) {
 	}
 	if !st.Changed {
 		live := filepath.Join(v.lower, key)
-		if _, err := os.Lstat(live); err != nil {
+		fi, err := os.Lstat(live)
+		if err != nil {
 			return v.impliedDir(key)
+		}
+		if ver, owner, stale := v.snap.Stale(key, fi); stale {
+			// Changed, not journaled yet: its bytes then, where kept.
+			if p, err := v.freeze(ver); err == nil {
+				return source{path: p, root: filepath.Dir(p), rel: filepath.Base(p), owner: owner}, nil
+			}
 		}
 		return source{path: live, root: v.lower, rel: key}, nil
 	}

@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -123,5 +124,31 @@ func TestBranchChangesRegularOnly(t *testing.T) {
 	}
 	if len(changes) != 1 || changes[0].Key != "secret.env" || changes[0].Perm != 0o600 || string(changes[0].Data) != "TOKEN=1\n" {
 		t.Errorf("changes %+v; want secret.env alone, 0600", changes)
+	}
+}
+
+// A workspace file changed after the branch point whose change is not
+// journaled yet (a release the kernel sends after the close returned, or a
+// write behind dshfs's back the watcher has not seen) shows in the branch
+// as it was at the branch point, not as it is now.
+func TestBranchViewUnjournaledChangeKeepsTheBranchPoint(t *testing.T) {
+	ws := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(ws, "a"), []byte("then\n"), 0o644))
+	v := unmountedView(t, ws)
+	tg, err := v.store.Resolve("a", "a", "read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := v.store.ReadBytes(context.Background(), tg, 1<<20); err != nil { // records its version, keeping its bytes
+		t.Fatal(err)
+	}
+	must(t, os.WriteFile(filepath.Join(ws, "a"), []byte("now, changed\n"), 0o644))
+	src, err := v.resolve("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(src.path)
+	if err != nil || string(b) != "then\n" {
+		t.Fatalf("the branch shows %q, %v; want the branch point's %q", b, err, "then\n")
 	}
 }

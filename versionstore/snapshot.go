@@ -2,6 +2,7 @@ package versionstore
 
 import (
 	"errors"
+	"io/fs"
 	"path"
 	"strings"
 	"sync"
@@ -74,6 +75,30 @@ func (sn *Snapshot) State(key string) (SnapState, error) {
 		return SnapState{}, nil
 	}
 	return SnapState{Changed: true, Version: e.Prev, Unknown: e.PrevUnknown, Owner: e.PrevOwner}, nil
+}
+
+// Stale reports whether fi, the workspace's file at key now, is no longer
+// what the index recorded for it, though no change to key was journaled
+// since the checkpoint (State: not Changed): a write whose commit has not
+// landed yet (a release the kernel sends after the close returned), or one
+// made behind dshfs's back and not seen yet. Its bytes at the checkpoint
+// are then the recorded version's, returned with the owner and bits the
+// record saw. A file the index has no version of is not stale: there is
+// nothing better to show than the file.
+func (sn *Snapshot) Stale(key string, fi fs.FileInfo) (Version, *Owner, bool) {
+	if !fi.Mode().IsRegular() {
+		return Version{}, nil, false
+	}
+	var r record
+	var ok bool
+	err := sn.s.db.View(func(tx *bolt.Tx) (err error) {
+		r, ok, err = getRecord(tx, key)
+		return err
+	})
+	if err != nil || !ok || r.Version.IsZero() || sn.s.matchesRecord(key, r, fingerprintOf(fi)) {
+		return Version{}, nil, false
+	}
+	return r.Version, r.FP.owner(), true
 }
 
 // Drifted lists the children of directory dir that changed since the
