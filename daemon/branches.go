@@ -341,6 +341,11 @@ func (b *branches) Merge(ctx context.Context, name string, o versionstore.MergeO
 	if err != nil {
 		return versionstore.MergeResult{}, err
 	}
+	if o.Lines {
+		if o.LineMerge, err = gitLineMerge(); err != nil {
+			return versionstore.MergeResult{}, fmt.Errorf("%w %s: %w", ErrBranch, name, err)
+		}
+	}
 	changes, err := br.view.Changes()
 	if err != nil {
 		return versionstore.MergeResult{}, err
@@ -349,7 +354,13 @@ func (b *branches) Merge(ctx context.Context, name string, o versionstore.MergeO
 	if err != nil {
 		return versionstore.MergeResult{}, err
 	}
+	var ignored []versionstore.IgnoredPaths
+	if !o.IncludeIgnored {
+		if changes, ignored, err = leaveIgnored(ctx, b.m.cfg.Backing, changes); err != nil {
+			return versionstore.MergeResult{}, fmt.Errorf("%w %s: which paths git ignores: %w (--include-ignored merges them all)", ErrBranch, name, err)
+		}
+	}
 	res, err := b.m.store.Merge(ctx, name, br.meta.Checkpoint, changes, o)
-	res.Git = gits
+	res.Git, res.Ignored = gits, ignored
 	return res, err
 }

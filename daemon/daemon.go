@@ -2,10 +2,13 @@
 // the workspace's store, mounting it (fusefs), serving its tools on the
 // socket in the state directory (unixsocket, mcptools), unmounting on a
 // signal, and starting itself detached; and the workspace's branches, each
-// a private view and an ordinary mount over it (branches.go). It also owns the mount registry —
-// how any process finds the daemon of a running mount (registry.go) —,
-// where a workspace's state directory is (statedir.go), and the lock by
-// which one daemon at a time versions a backing directory (backinglock.go).
+// a private view and an ordinary mount over it (branches.go), with the git
+// commands their merges run, isolated from any repository's configuration
+// (git check-ignore, branchignore.go; git merge-file, linemerge.go). It
+// also owns the mount registry — how any process finds the daemon of a
+// running mount (registry.go) —, where a workspace's state directory is
+// (statedir.go), and the lock by which one daemon at a time versions a
+// backing directory (backinglock.go).
 //
 // A daemon runs from a Config and nothing else: the detached daemon
 // receives its parent's Config whole (detach.go). The package knows

@@ -39,7 +39,13 @@ type BranchRequest struct {
 
 // MergeRequest is the body of POST /v1/branches/{name}/merge.
 type MergeRequest struct {
-	Partial bool `json:"partial,omitempty"`
+	Partial        bool `json:"partial,omitempty"`
+	Lines          bool `json:"lines,omitempty"`           // merge a text file's changes to lines apart
+	IncludeIgnored bool `json:"include_ignored,omitempty"` // merge git-ignored paths too
+}
+
+func (m MergeRequest) options() versionstore.MergeOptions {
+	return versionstore.MergeOptions{Partial: m.Partial, Lines: m.Lines, IncludeIgnored: m.IncludeIgnored}
 }
 
 func (s *Server) needBranches(h http.HandlerFunc) http.HandlerFunc {
@@ -92,7 +98,10 @@ func (s *Server) dropBranch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) branchDiff(w http.ResponseWriter, r *http.Request) {
-	res, err := s.cfg.Branches.Merge(r.Context(), r.PathValue("name"), versionstore.MergeOptions{DryRun: true})
+	q := r.URL.Query()
+	o := MergeRequest{Lines: q.Get("lines") == "true", IncludeIgnored: q.Get("include_ignored") == "true"}.options()
+	o.DryRun = true
+	res, err := s.cfg.Branches.Merge(r.Context(), r.PathValue("name"), o)
 	if err != nil {
 		writeBranchError(w, err)
 		return
@@ -105,7 +114,7 @@ func (s *Server) mergeBranch(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	res, err := s.cfg.Branches.Merge(r.Context(), r.PathValue("name"), versionstore.MergeOptions{Partial: req.Partial})
+	res, err := s.cfg.Branches.Merge(r.Context(), r.PathValue("name"), req.options())
 	if err != nil {
 		writeBranchError(w, err)
 		return
@@ -150,12 +159,34 @@ func (c *Client) DropBranch(ctx context.Context, name string, force bool) error 
 
 // BranchDiff plans a branch's merge without applying it.
 func (c *Client) BranchDiff(ctx context.Context, name string) (versionstore.MergeResult, error) {
+	return c.BranchDiffWith(ctx, name, MergeRequest{})
+}
+
+// BranchDiffWith plans a branch's merge as o would make it (Partial aside),
+// without applying it.
+func (c *Client) BranchDiffWith(ctx context.Context, name string, o MergeRequest) (versionstore.MergeResult, error) {
+	q := url.Values{}
+	if o.Lines {
+		q.Set("lines", "true")
+	}
+	if o.IncludeIgnored {
+		q.Set("include_ignored", "true")
+	}
+	path := "/v1/branches/" + url.PathEscape(name) + "/diff"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
 	var out versionstore.MergeResult
-	return out, c.call(ctx, http.MethodGet, "/v1/branches/"+url.PathEscape(name)+"/diff", nil, &out)
+	return out, c.call(ctx, http.MethodGet, path, nil, &out)
 }
 
 // MergeBranch merges a branch into the workspace.
 func (c *Client) MergeBranch(ctx context.Context, name string, partial bool) (versionstore.MergeResult, error) {
+	return c.MergeBranchWith(ctx, name, MergeRequest{Partial: partial})
+}
+
+// MergeBranchWith merges a branch into the workspace as o asks.
+func (c *Client) MergeBranchWith(ctx context.Context, name string, o MergeRequest) (versionstore.MergeResult, error) {
 	var out versionstore.MergeResult
-	return out, c.call(ctx, http.MethodPost, "/v1/branches/"+url.PathEscape(name)+"/merge", MergeRequest{Partial: partial}, &out)
+	return out, c.call(ctx, http.MethodPost, "/v1/branches/"+url.PathEscape(name)+"/merge", o, &out)
 }

@@ -3,6 +3,7 @@ package unixsocket
 import (
 	"context"
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/dshfs/dshfs/versionstore"
@@ -39,7 +40,42 @@ func (fakeBranches) Merge(ctx context.Context, name string, o versionstore.Merge
 	v := versionstore.SumString("x")
 	items := []versionstore.MergeItem{{Path: "f.txt", Op: "write", Base: v, Main: v, Branch: versionstore.SumString("y"), Applied: !o.DryRun},
 		{Path: "g.txt", Op: "conflict", Branch: v, Main: versionstore.SumString("z"), Conflict: versionstore.ConflictAddAdd}}
-	return versionstore.MergeResult{Step: "merge:a", Items: items, Conflicts: 1, Applied: 1}, nil
+	res := versionstore.MergeResult{Step: "merge:a", Items: items, Conflicts: 1, Applied: 1}
+	if o.Lines {
+		res.Items = append(res.Items, versionstore.MergeItem{Path: "h.txt", Op: versionstore.OpMergeLines, Base: v,
+			Main: versionstore.SumString("m"), Branch: versionstore.SumString("b"), Merged: versionstore.SumString("mb"), Applied: !o.DryRun})
+	}
+	if !o.IncludeIgnored {
+		res.Ignored = []versionstore.IgnoredPaths{{Path: "node_modules/", Files: 3}}
+	}
+	return res, nil
+}
+
+// TestBranchMergeOptions: --lines and --include-ignored reach the daemon's
+// merge, from a merge and from a diff.
+func TestBranchMergeOptions(t *testing.T) {
+	d := startDaemon(t, 0)
+	ctx := context.Background()
+	check := func(what string, res versionstore.MergeResult, err error, lines, ignored bool) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := len(res.Items) == 3 && res.Items[2].Op == versionstore.OpMergeLines && !res.Items[2].Merged.IsZero(); got != lines {
+			t.Errorf("%s: a line merge %v, want %v (%+v)", what, got, lines, res.Items)
+		}
+		if got := len(res.Ignored) == 1 && res.Ignored[0].Files == 3; got != ignored {
+			t.Errorf("%s: ignored paths listed %v, want %v", what, got, ignored)
+		}
+	}
+	res, err := d.client.MergeBranchWith(ctx, "a", MergeRequest{Lines: true})
+	check("merge --lines", res, err, true, true)
+	res, err = d.client.MergeBranchWith(ctx, "a", MergeRequest{IncludeIgnored: true})
+	check("merge --include-ignored", res, err, false, false)
+	res, err = d.client.BranchDiffWith(ctx, "a", MergeRequest{Lines: true, IncludeIgnored: true})
+	check("diff --lines --include-ignored", res, err, true, false)
+	res, err = d.client.BranchDiff(ctx, "a")
+	check("diff", res, err, false, true)
 }
 
 // branches: the branch routes, and their refusals.
@@ -52,6 +88,8 @@ func (c *conformance) branches() {
 	c.send(exchange{method: "DELETE", target: "/v1/branches/a", code: 200}, nil)
 	c.send(exchange{method: "DELETE", target: "/v1/branches/zz", code: 409}, nil)
 	c.get("/v1/branches/a/diff", 200)
+	c.get("/v1/branches/a/diff?lines=true&include_ignored=true", 200)
+	c.post("/v1/branches/a/merge", `{"lines":true,"include_ignored":true}`, 200)
 	c.get("/v1/branches/zz/diff", 409)
 	c.post("/v1/branches/a/merge", `{"partial":true}`, 200)
 	c.post("/v1/branches/zz/merge", `{}`, 409)

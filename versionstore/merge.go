@@ -47,10 +47,11 @@ type BranchChange struct {
 // MergeItem is the plan for one path, with its three versions.
 type MergeItem struct {
 	Path     string  `json:"path"`
-	Op       string  `json:"op"` // write, remove, same (nothing to do), conflict
+	Op       string  `json:"op"` // write, remove, merge-lines, same (nothing to do), conflict
 	Base     Version `json:"base"`
 	Main     Version `json:"main"`
 	Branch   Version `json:"branch"`
+	Merged   Version `json:"merged,omitzero"` // what merge-lines writes
 	Conflict string  `json:"conflict,omitempty"`
 	Applied  bool    `json:"applied,omitempty"`
 }
@@ -59,6 +60,14 @@ type MergeItem struct {
 type MergeOptions struct {
 	DryRun  bool // plan only
 	Partial bool // apply the clean part despite conflicts
+	Lines   bool // merge a text file's changes to lines apart (mergelines.go)
+	// LineMerge is the line merge that Lines runs, given by the caller:
+	// the store runs no program.
+	LineMerge LineMerge
+	// IncludeIgnored is for whoever gathers the branch's changes (the
+	// daemon leaves git-ignored paths out unless it is set): the store
+	// merges what it is given.
+	IncludeIgnored bool
 }
 
 // MergeResult is what a merge did.
@@ -69,6 +78,16 @@ type MergeResult struct {
 	Applied   int         `json:"applied"`
 	Refused   bool        `json:"refused,omitempty"` // conflicts, nothing applied
 	Git       []GitMerge  `json:"git,omitempty"`     // the branch's git repositories
+	// Ignored counts the changed files left in the branch because git
+	// ignores them in the workspace, by their first path element.
+	Ignored []IgnoredPaths `json:"ignored,omitempty"`
+}
+
+// IgnoredPaths are the git-ignored files a merge left out under Path (a
+// first path element, with a trailing slash for a directory).
+type IgnoredPaths struct {
+	Path  string `json:"path"`
+	Files int    `json:"files"`
 }
 
 // The conflicts of a merge (MergeItem.Conflict).
@@ -88,6 +107,9 @@ func (s *Store) Merge(ctx context.Context, name, base string, changes []BranchCh
 		return MergeResult{}, err
 	}
 	res, err := s.mergePlan(cp, changes)
+	if err == nil && o.Lines {
+		err = s.mergeLines(ctx, &res, changes, o.LineMerge)
+	}
 	if err != nil || o.DryRun || res.Conflicts > 0 && !o.Partial {
 		res.Refused = err == nil && !o.DryRun && res.Conflicts > 0
 		return res, err
@@ -201,7 +223,7 @@ func (s *Store) mergeApply(ctx context.Context, res *MergeResult, data map[strin
 	w := Writer{Kind: WriterRestore, Actor: res.Step}
 	for i := range res.Items {
 		it := &res.Items[i]
-		if it.Op != "write" && it.Op != "remove" {
+		if !it.applies() {
 			continue
 		}
 		if err := s.mergeOne(ctx, *it, data[it.Path].Data, data[it.Path].Perm, w); err != nil {
@@ -236,7 +258,7 @@ func (s *Store) mergeOne(ctx context.Context, it MergeItem, data []byte, perm fs
 	if err != nil {
 		return err
 	}
-	_, err = s.putBackLocked(ctx, t, it.Branch, own, data, &expect, w)
+	_, err = s.putBackLocked(ctx, t, it.result(), own, data, &expect, w)
 	if stopOnIndex(it.Path, err) != nil {
 		return fmt.Errorf("%w: %w", errIndexStop, err)
 	}

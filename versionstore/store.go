@@ -13,10 +13,11 @@
 // can read or write outside the workspace, nor through a link put where a
 // directory the index knows used to be. It keeps the actors' observations
 // for the policy (observations.go) but decides nothing from them; it knows
-// nothing of tools, FUSE or sockets, and imports no other package of the
-// project. The index's layout, records and schema version are its own
-// (buckets.go, records.go, schema.go): no other package reads or writes
-// the index.
+// nothing of tools, FUSE or sockets, imports no other package of the
+// project and runs no program (a merge's line merge is the caller's
+// function, MergeOptions.LineMerge). The index's layout, records and
+// schema version are its own (buckets.go, records.go, schema.go): no other
+// package reads or writes the index.
 //
 // It offers storage and versions only: reads that hand on a file's raw
 // bytes and report their version, writes under a guard, and Update, which runs a caller's function on a

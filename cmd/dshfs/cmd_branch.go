@@ -3,13 +3,25 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/dshfs/dshfs/internal/quote"
+	unixsocket "github.com/dshfs/dshfs/unix-socket"
 	"github.com/dshfs/dshfs/versionstore"
 	"github.com/urfave/cli/v2"
 )
 
 var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print the answer as JSON"}
+
+// The flags that shape a merge's plan, for diff and merge alike.
+var (
+	linesFlag   = &cli.BoolFlag{Name: "lines", Usage: "merge a text file changed on both sides where the changed lines are apart, by running git merge-file (git must be installed; op merge-lines); overlapping or touching changes stay conflicts"}
+	ignoredFlag = &cli.BoolFlag{Name: "include-ignored", Usage: "merge the paths the workspace's .gitignore files ignore too (by default they stay in the branch, counted)"}
+)
+
+func mergeRequest(c *cli.Context) unixsocket.MergeRequest {
+	return unixsocket.MergeRequest{Partial: c.Bool("partial"), Lines: c.Bool("lines"), IncludeIgnored: c.Bool("include-ignored")}
+}
 
 func branchCommand() *cli.Command {
 	return &cli.Command{
@@ -19,14 +31,18 @@ func branchCommand() *cli.Command {
 			"MOUNTPOINT@NAME by the workspace's daemon. `merge` applies the files the branch changed where the\n" +
 			"workspace did not change them since (exit 1 and nothing applied on a conflict, unless --partial);\n" +
 			"a repository's .git/ comes across by git's rules: new objects, and HEAD, refs and index as a\n" +
-			"fast-forward, else the branch's commit as refs/dshfs/NAME. `dshfs rewind merge:NAME` undoes a merge alone.",
+			"fast-forward, else the branch's commit as refs/dshfs/NAME. --lines also merges a text file both\n" +
+			"changed, where the changed lines are apart (git merge-file). Paths git ignores in the workspace\n" +
+			"(node_modules/, build outputs) stay in the branch unless --include-ignored.\n" +
+			"`dshfs rewind merge:NAME` undoes a merge alone.",
 		Subcommands: []*cli.Command{
 			{Name: "new", Usage: "make a branch and print its mount point", ArgsUsage: "NAME",
 				Flags: []cli.Flag{mountFlag, &cli.StringFlag{Name: "actor", Usage: "the actor the branch is for"}, jsonFlag}, Action: runBranchNew},
 			{Name: "list", Usage: "list the branches: actor, mount point, changed files, conflicts", Flags: []cli.Flag{mountFlag, jsonFlag}, Action: runBranchList},
-			{Name: "diff", Usage: "preview a merge: each changed file with its three versions", ArgsUsage: "NAME", Flags: []cli.Flag{mountFlag, jsonFlag}, Action: runBranchDiff},
+			{Name: "diff", Usage: "preview a merge: each changed file with its three versions", ArgsUsage: "NAME",
+				Flags: []cli.Flag{mountFlag, linesFlag, ignoredFlag, jsonFlag}, Action: runBranchDiff},
 			{Name: "merge", Usage: "merge a branch into the workspace", ArgsUsage: "NAME",
-				Flags: []cli.Flag{mountFlag, &cli.BoolFlag{Name: "partial", Usage: "apply the clean part despite conflicts"}, jsonFlag}, Action: runBranchMerge},
+				Flags: []cli.Flag{mountFlag, &cli.BoolFlag{Name: "partial", Usage: "apply the clean part despite conflicts"}, linesFlag, ignoredFlag, jsonFlag}, Action: runBranchMerge},
 			{Name: "drop", Usage: "unmount and delete a branch", ArgsUsage: "NAME",
 				Flags: []cli.Flag{mountFlag, &cli.BoolFlag{Name: "force", Usage: "even with files open for writing in it"}}, Action: runBranchDrop},
 		},
@@ -90,7 +106,7 @@ func runBranchDiff(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := client.BranchDiff(c.Context, name)
+	res, err := client.BranchDiffWith(c.Context, name, mergeRequest(c))
 	if err != nil {
 		return daemonError(err)
 	}
@@ -106,7 +122,7 @@ func runBranchMerge(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := client.MergeBranch(c.Context, name, c.Bool("partial"))
+	res, err := client.MergeBranchWith(c.Context, name, mergeRequest(c))
 	if err != nil {
 		return daemonError(err)
 	}
@@ -139,6 +155,7 @@ func printMergeText(res versionstore.MergeResult) {
 		}
 	}
 	printMergeGit(res.Git)
+	printIgnored(res.Ignored)
 	switch {
 	case res.Refused:
 		fmt.Fprintf(os.Stderr, "dshfs: %d conflicts: nothing applied (--partial applies the rest)\n", res.Conflicts)
@@ -159,6 +176,25 @@ func printMergeGit(gits []versionstore.GitMerge) {
 			fmt.Printf("git %s: not a fast-forward (%s): HEAD, refs and index left alone\n", quote.Name(g.Repo), g.Why)
 		}
 	}
+}
+
+// printIgnored says which git-ignored files the merge left in the branch.
+func printIgnored(ignored []versionstore.IgnoredPaths) {
+	if len(ignored) == 0 {
+		return
+	}
+	const shown = 8 // the JSON answer lists them all
+	n, where := 0, make([]string, 0, shown+1)
+	for i, g := range ignored {
+		n += g.Files
+		if i < shown {
+			where = append(where, fmt.Sprintf("%s (%d)", quote.Name(g.Path), g.Files))
+		}
+	}
+	if len(ignored) > shown {
+		where = append(where, fmt.Sprintf("and %d more", len(ignored)-shown))
+	}
+	fmt.Printf("ignored %d git-ignored files, left in the branch: %s (--include-ignored merges them)\n", n, strings.Join(where, ", "))
 }
 
 func runBranchDrop(c *cli.Context) error {
