@@ -247,6 +247,12 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		rootDir.Close()
 		return nil, fmt.Errorf("finish tool writes a crash interrupted: %w", err)
 	}
+	if err := s.rollBackMerges(); err != nil {
+		s.db.Close()
+		root.Close()
+		rootDir.Close()
+		return nil, fmt.Errorf("roll back merges a crash interrupted: %w", err)
+	}
 	s.syncDone.Add(1)
 	go s.flushLoop()
 	return s, nil
