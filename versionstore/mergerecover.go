@@ -87,6 +87,9 @@ func (s *Store) rollBackOne(it intentItem, w Writer) (bool, error) {
 	if !s.mergeWrote(it, cur) {
 		return false, errChangedSince
 	}
+	if err := s.recordMergeWrite(it, cur, w); err != nil {
+		return false, err
+	}
 	var data []byte
 	var owner *Owner
 	if !it.Main.IsZero() {
@@ -99,6 +102,38 @@ func (s *Store) rollBackOne(it intentItem, w Writer) (bool, error) {
 	}
 	_, err = s.putBackLocked(context.Background(), t, it.Main, owner, data, &cur.version, w)
 	return err == nil, err
+}
+
+// recordMergeWrite records cur, what the merge left at it, as the merge's
+// change, when the cut came before the merge's own record of it: else the
+// rollback would record it as found there, and the journal, which a merge
+// reads the branch point's versions from, would start at the branch's
+// bytes, which a new merge would then take for the workspace's.
+func (s *Store) recordMergeWrite(it intentItem, cur snapshot, w Writer) error {
+	known, found, err := s.indexRecord(it.Path)
+	if err != nil || found && known == cur.version {
+		return err
+	}
+	at := s.now()
+	var keys []string
+	var cs []change
+	if !found && !it.Main.IsZero() {
+		// The file as it was before the merge, never recorded: found there.
+		keys, cs = append(keys, it.Path), append(cs, change{version: it.Main, writer: External, at: at})
+	}
+	c := change{version: cur.version, fp: cur.fp, size: sizeOf(cur.fi), writer: w, at: at, created: it.Main.IsZero()}
+	keys, cs = append(keys, it.Path), append(cs, c)
+	return s.commit(keys, cs)
+}
+
+// indexRecord is the version the index records for key, if it has a record.
+func (s *Store) indexRecord(key string) (v Version, found bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		r, ok, err := getRecord(tx, key)
+		v, found = r.Version, ok
+		return err
+	})
+	return v, found, err
 }
 
 // mergeWrote reports whether cur is what the merge wrote at it, or what a

@@ -26,11 +26,11 @@ func TestMergeRollBackAtOpen(t *testing.T) {
 func testMergeRollBack(t *testing.T, later bool) {
 	ts := openTestStore(t)
 	ctx := context.Background()
-	keys := []string{"a.txt", "b.txt", "c.txt", "gone.txt", "torn.txt", "later.txt", "untouched.txt"}
+	keys := []string{"a.txt", "b.txt", "c.txt", "gone.txt", "torn.txt", "later.txt", "untouched.txt", "unrecorded.txt"}
 	for _, k := range keys {
 		ts.put(k, k+" before\n")
 	}
-	if _, err := ts.Checkpoint(ctx, "branch:x", nil); err != nil {
+	if _, err := ts.MarkCheckpoint("branch:x"); err != nil { // as branch new: the index knows none of them
 		t.Fatal(err)
 	}
 	var changes []BranchChange
@@ -62,6 +62,12 @@ func testMergeRollBack(t *testing.T, later bool) {
 		if it.Path == "untouched.txt" {
 			continue
 		}
+		if it.Path == "unrecorded.txt" { // published, cut before its commit
+			if err := os.WriteFile(ts.path(it.Path), changes[i].Data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		if err := ts.mergeOne(ctx, it, changes[i].Data, 0, w); err != nil {
 			t.Fatalf("apply %s: %v", it.Path, err)
 		}
@@ -91,6 +97,15 @@ func testMergeRollBack(t *testing.T, later bool) {
 		t.Errorf("checkpoint merge:x after the rollback: %v (a file left as changed after the merge: %v)", err, later)
 	}
 	if !later {
+		plan, err := ts.Merge(ctx, "x", "branch:x", changes, MergeOptions{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range plan.Items {
+			if it.Op != "write" && it.Op != "remove" {
+				t.Errorf("%s planned again after the rollback: %+v, want applied", it.Path, it)
+			}
+		}
 		again, err := ts.Merge(ctx, "x", "branch:x", changes, MergeOptions{})
 		if err != nil || again.Applied != len(changes) || again.Step != "merge:x" {
 			t.Fatalf("merge again: %+v, %v", again, err)
