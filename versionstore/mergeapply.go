@@ -39,8 +39,10 @@ import (
 // branch is as it was.
 
 // mergeWorkers is how many files a merge applies at once: their index
-// commits share transactions (groupcommit.go).
-const mergeWorkers = 8
+// commits share transactions (groupcommit.go), so the count bounds how
+// many share one. With 8, a 1,000-file merge took 0.9–2.2 s through the
+// CLI on a loaded 2-core host; with 32, 1.0–1.6 s.
+const mergeWorkers = 32
 
 // mergeIntent is a merge being applied.
 type mergeIntent struct {
