@@ -63,6 +63,10 @@ type intentItem struct {
 // does nothing.
 const MergePauseEnv = "DSHFS_TEST_MERGE_PAUSE_AFTER"
 
+// mergeKeepBatch bounds the bytes a merge holds to keep in one commit
+// before it applies anything.
+const mergeKeepBatch = 64 << 20
+
 // errNotTried marks a change a merge stopped before applying.
 var errNotTried = errors.New("not tried")
 
@@ -111,16 +115,18 @@ func (s *Store) mergeBegin(step string, items []MergeItem, todo []int) error {
 	in := mergeIntent{Step: step}
 	var keys []string
 	var cs []change
-	for _, i := range todo {
+	held := 0
+	for n, i := range todo {
 		it := items[i]
 		in.Items = append(in.Items, intentItem{Path: it.Path, Main: it.Main, Branch: it.Branch})
 		if c, ok := s.replacedBytes(it); ok {
-			keys, cs = append(keys, it.Path), append(cs, c)
+			keys, cs, held = append(keys, it.Path), append(cs, c), held+len(c.data)
 		}
-	}
-	if len(cs) > 0 {
-		if err := s.commit(keys, cs); err != nil {
-			return indexError("merge", "", err)
+		if len(cs) > 0 && (held >= mergeKeepBatch || n == len(todo)-1) {
+			if err := s.commit(keys, cs); err != nil {
+				return indexError("merge", "", err)
+			}
+			keys, cs, held = nil, nil, 0
 		}
 	}
 	v, err := json.Marshal(in)
