@@ -5,7 +5,7 @@
 // bounded history with writer identity, the kept bytes of every version (the
 // object store), the journal of changes, checkpoints, restore and rewind,
 // snapshots at a checkpoint and the merge of a branch's changes
-// (snapshot.go, merge.go).
+// (snapshot.go, merge.go; applied whole or not at all, mergeapply.go).
 //
 // Every path is resolved inside the backing directory first (an os.Root), and
 // every operation on a resolved key goes through the descriptor of its
