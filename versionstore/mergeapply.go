@@ -85,7 +85,7 @@ func (s *Store) mergeApply(ctx context.Context, res *MergeResult, data map[strin
 	undo, cause := tally(res, todo, errs, o.Partial)
 	var failure error
 	if !undo {
-		if failure = s.syncWorkspace(); failure != nil {
+		if failure = s.syncMerged(); failure != nil {
 			failure = fmt.Errorf("merge %s: sync the merged files: %w", res.Step, failure)
 			undo, cause = true, failure
 		}
@@ -96,6 +96,14 @@ func (s *Store) mergeApply(ctx context.Context, res *MergeResult, data map[strin
 		}
 	}
 	return s.mergeEnd(res.Step, failure)
+}
+
+// syncMerged makes a merge's files and directories durable.
+func (s *Store) syncMerged() error {
+	if s.mergeSyncFault != nil {
+		return s.mergeSyncFault
+	}
+	return s.syncWorkspace()
 }
 
 // applicable is the indexes of the items a merge writes or removes.

@@ -2,9 +2,11 @@ package versionstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -72,6 +74,24 @@ func TestMergeRefusedMidwayUndoesAll(t *testing.T) {
 	}
 	if got := ts.get(last); got != "changed meanwhile\n" {
 		t.Errorf("%s = %q", last, got)
+	}
+	assertNoIntents(t, ts)
+}
+
+// TestMergeSyncFailureUndoesAll: when the sync that makes the merged files
+// durable fails, the merge is taken back and says why, and its intent goes.
+func TestMergeSyncFailureUndoesAll(t *testing.T) {
+	ts, changes := mergeApplyFixture(t, 2*mergeWorkers)
+	ts.mergeSyncFault = syscall.EIO
+	res, err := ts.Merge(context.Background(), "x", "branch:x", changes, MergeOptions{})
+	ts.mergeSyncFault = nil
+	if !errors.Is(err, syscall.EIO) || !res.Refused || res.Applied != 0 {
+		t.Fatalf("merge = %+v, %v; want refused with the sync's error", res, err)
+	}
+	for _, c := range changes {
+		if got, want := ts.get(c.Key), c.Key+" before\n"; got != want {
+			t.Errorf("%s = %q, want %q", c.Key, got, want)
+		}
 	}
 	assertNoIntents(t, ts)
 }

@@ -138,6 +138,9 @@ type Store struct {
 	// beforePublish, when set by tests, runs between the check and the
 	// publish of a mutation, to stage races deterministically.
 	beforePublish func()
+	// mergeSyncFault, when set by tests, fails the sync that makes a
+	// merge's files durable.
+	mergeSyncFault error
 
 	stopSync chan struct{}
 	syncDone sync.WaitGroup
