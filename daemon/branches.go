@@ -134,6 +134,10 @@ func (b *branches) serve(dir string, meta branchMeta) (*branch, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A daemon killed outright left its view mounted, dead.
+	if _, err := recoverStaleMount(filepath.Join(dir, "view")); err != nil {
+		return nil, err
+	}
 	view, err := fusefs.MountBranchView(filepath.Join(dir, "view"), b.m.store, snap, fusefs.BranchViewOptions{
 		Upper: filepath.Join(dir, "upper"), Frozen: filepath.Join(dir, "frozen"), Index: filepath.Join(dir, "index.json"), Debug: b.m.cfg.Debug})
 	if err != nil {
@@ -168,7 +172,9 @@ func (b *branches) serve(dir string, meta branchMeta) (*branch, error) {
 // the workspace mount point's, holds files, or is already mounted on.
 func (b *branches) checkMountPoint(mnt string) error {
 	fi, err := os.Lstat(mnt) // a symlink's own, never where it points
-	if errors.Is(err, syscall.ENOTCONN) {
+	// A dead mount's root may still stat from the kernel's cache: a real
+	// directory is asked with statfs too.
+	if errors.Is(err, syscall.ENOTCONN) || err == nil && fi.IsDir() {
 		if _, err := recoverStaleMount(mnt); err != nil {
 			return err
 		}

@@ -23,6 +23,7 @@ import (
 //	objects      <version, 32 bytes> → header and maybe data (objects.go)
 //	unkept       <version, 32 bytes> → why its bytes are not kept (1 byte: unkeptCollected, unkeptBudget)
 //	unsettled    <rel path> → unsettled: a tool publish not synced yet (settle.go)
+//	merges       <step> → mergeIntent: a merge being applied, rolled back at Open if a cut left it (mergeapply.go)
 //	observations <actor> 0x00 <rel path> → what the actor last saw there: the version's 32 bytes, or absentMark (observations.go)
 //	actors       <actor> → when it last recorded an observation (Unix ns, uint64 BE)
 //
@@ -42,6 +43,7 @@ var (
 	bucketObjects     = []byte("objects")
 	bucketUnkept      = []byte("unkept")
 	bucketUnsettled   = []byte("unsettled")
+	bucketMerges      = []byte("merges")
 	// The policy's, which the store keeps for it.
 	bucketObservations = []byte("observations")
 	bucketActors       = []byte("actors")
@@ -54,11 +56,11 @@ var (
 
 // storeBuckets are the buckets every index has (actors too, made apart:
 // initBuckets stamps the actors of an index that had none).
-var storeBuckets = [][]byte{bucketMeta, bucketFiles, bucketHistory, bucketObjects, bucketJournal, bucketCheckpoints, bucketUnkept, bucketUnsettled, bucketObservations}
+var storeBuckets = [][]byte{bucketMeta, bucketFiles, bucketHistory, bucketObjects, bucketJournal, bucketCheckpoints, bucketUnkept, bucketUnsettled, bucketMerges, bucketObservations}
 
 // jsonBuckets are the buckets whose values are JSON records (records.go):
 // a value from a damaged page that does not parse is not salvaged.
-var jsonBuckets = map[string]bool{string(bucketFiles): true, string(bucketHistory): true, string(bucketJournal): true, string(bucketCheckpoints): true, string(bucketUnsettled): true}
+var jsonBuckets = map[string]bool{string(bucketFiles): true, string(bucketHistory): true, string(bucketJournal): true, string(bucketCheckpoints): true, string(bucketUnsettled): true, string(bucketMerges): true}
 
 // Why a version's bytes are not kept, in the unkept bucket.
 const (

@@ -216,30 +216,6 @@ func (s *Store) mergeStep(name string) (string, error) {
 	}
 }
 
-// mergeApply writes the clean part of the plan. Without Partial, a change
-// refused when applied (the file changed after the plan looked) undoes the
-// ones applied before it, so the workspace is as before the merge.
-func (s *Store) mergeApply(ctx context.Context, res *MergeResult, data map[string]BranchChange, o MergeOptions) error {
-	w := Writer{Kind: WriterRestore, Actor: res.Step}
-	for i := range res.Items {
-		it := &res.Items[i]
-		if !it.applies() {
-			continue
-		}
-		if err := s.mergeOne(ctx, *it, data[it.Path].Data, data[it.Path].Perm, w); err != nil {
-			if errors.Is(err, errIndexStop) || !o.Partial {
-				return s.mergeUndo(ctx, res, it, err)
-			}
-			it.Op, it.Conflict = "conflict", err.Error()
-			res.Conflicts++
-			continue
-		}
-		it.Applied = true
-		res.Applied++
-	}
-	return nil
-}
-
 var errIndexStop = errors.New("index failure")
 
 // mergeOne applies one planned change, guarded by the workspace's version
@@ -258,7 +234,7 @@ func (s *Store) mergeOne(ctx context.Context, it MergeItem, data []byte, perm fs
 	if err != nil {
 		return err
 	}
-	_, err = s.putBackLocked(ctx, t, it.result(), own, data, &expect, w)
+	_, err = s.putBack(ctx, t, it.result(), own, data, &expect, w, pubHow{nosync: true}) // synced with the rest (mergeEnd)
 	if stopOnIndex(it.Path, err) != nil {
 		return fmt.Errorf("%w: %w", errIndexStop, err)
 	}
@@ -305,29 +281,6 @@ func asMergeError(err error) error {
 		e.Err = errors.New("another user took the workspace's file while the merge ran; merge again")
 	}
 	return err
-}
-
-// mergeUndo takes back the merge's applied changes after the failure err at
-// it, and says so.
-func (s *Store) mergeUndo(ctx context.Context, res *MergeResult, it *MergeItem, err error) error {
-	it.Op, it.Conflict = "conflict", err.Error()
-	res.Conflicts++
-	res.Refused = true
-	if res.Applied == 0 {
-		return nil
-	}
-	rr, rerr := s.Rewind(ctx, res.Step, RewindOptions{Actor: res.Step, Writer: Writer{Kind: WriterRestore, Actor: res.Step}})
-	if rerr == nil && rr.Conflicts > 0 {
-		rerr = fmt.Errorf("%d files changed meanwhile", rr.Conflicts)
-	}
-	for i := range res.Items {
-		res.Items[i].Applied = false
-	}
-	res.Applied = 0
-	if rerr != nil {
-		return fmt.Errorf("merge %s: %w; undoing what it had applied failed: %w", res.Step, err, rerr)
-	}
-	return nil
 }
 
 // IsMergeStep reports whether a checkpoint name is a merge's.

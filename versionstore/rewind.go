@@ -230,6 +230,12 @@ func (s *Store) Restore(ctx context.Context, t Target, v Version, w Writer) (Res
 // removes t when v is zero. With expect set, the file must still be at
 // *expect (zero: absent).
 func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, owner *Owner, data []byte, expect *Version, w Writer) (RestoreResult, error) {
+	return s.putBack(ctx, t, v, owner, data, expect, w, pubHow{})
+}
+
+// putBack is putBackLocked publishing as how says (create aside, which it
+// chooses).
+func (s *Store) putBack(ctx context.Context, t Target, v Version, owner *Owner, data []byte, expect *Version, w Writer, how pubHow) (RestoreResult, error) {
 	s.flushPending()
 	cur, err := s.snapshotLocked(t, "restore", s.objects.maxKeep+1) // its bytes are kept by the commit below
 	if err != nil {
@@ -279,8 +285,8 @@ func (s *Store) putBackLocked(ctx context.Context, t Target, v Version, owner *O
 		}
 		return res, s.commitAfter(t, cur, change{writer: w, at: at})
 	}
-	mode := pubHow{create: cur.fi == nil}
-	fi, err := s.publish(ctx, t, "restore", data, own.Perm, &own, &cur, mode)
+	how.create = cur.fi == nil
+	fi, err := s.publish(ctx, t, "restore", data, own.Perm, &own, &cur, how)
 	if err != nil {
 		return res, err
 	}

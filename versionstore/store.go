@@ -5,7 +5,7 @@
 // bounded history with writer identity, the kept bytes of every version (the
 // object store), the journal of changes, checkpoints, restore and rewind,
 // snapshots at a checkpoint and the merge of a branch's changes
-// (snapshot.go, merge.go).
+// (snapshot.go, merge.go; applied whole or not at all, mergeapply.go).
 //
 // Every path is resolved inside the backing directory first (an os.Root), and
 // every operation on a resolved key goes through the descriptor of its
@@ -139,6 +139,9 @@ type Store struct {
 	// beforePublish, when set by tests, runs between the check and the
 	// publish of a mutation, to stage races deterministically.
 	beforePublish func()
+	// mergeSyncFault, when set by tests, fails the sync that makes a
+	// merge's files durable.
+	mergeSyncFault error
 
 	stopSync chan struct{}
 	syncDone sync.WaitGroup
@@ -247,6 +250,12 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		root.Close()
 		rootDir.Close()
 		return nil, fmt.Errorf("finish tool writes a crash interrupted: %w", err)
+	}
+	if err := s.rollBackMerges(); err != nil {
+		s.db.Close()
+		root.Close()
+		rootDir.Close()
+		return nil, fmt.Errorf("roll back merges a crash interrupted: %w", err)
 	}
 	s.syncDone.Add(1)
 	go s.flushLoop()

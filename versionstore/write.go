@@ -369,6 +369,9 @@ type pubHow struct {
 	// holds instead.
 	record func(tmp fs.FileInfo) error
 	undo   func()
+	// nosync leaves the file and its directory unsynced: the caller makes
+	// them durable later, all at once (a merge, mergeapply.go).
+	nosync bool
 }
 
 // publish makes data the content of t atomically: a temp file in the same
@@ -408,7 +411,7 @@ func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, 
 			return nil, err
 		}
 	}
-	synced := how.record == nil
+	synced := how.record == nil && !how.nosync
 	tmp, err := s.writeTemp(d, data, perm, owner, prior.fi, synced)
 	if err != nil {
 		return nil, osError(verb, t.Display, err)
