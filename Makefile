@@ -105,8 +105,9 @@ harness-check:
 
 # The pjdfstest POSIX suite (pjd/pjdfstest, built with autotools into
 # ~/.cache/dshfs/pjdfstest) run with prove -r inside a dshfs mount made with
-# --allow-other PJDFSTEST_OPTS, or in a plain directory with
-# PJDFSTEST_MODE=native. PJDFSTEST_GIT names a local clone or URL. Root only;
+# --allow-other PJDFSTEST_OPTS, inside a branch of that mount with
+# PJDFSTEST_MODE=branch, or in a plain directory with PJDFSTEST_MODE=native.
+# PJDFSTEST_GIT names a local clone or URL. Root only;
 # ~4 minutes; not part of make test. See integration/testdata/pjdfstest/run.sh.
 PJDFSTEST_MODE ?= dshfs
 PJDFSTEST_OPTS ?=
