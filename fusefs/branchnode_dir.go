@@ -282,5 +282,9 @@ func (n *bnode) Link(ctx context.Context, target fs.InodeEmbedder, name string, 
 		return nil, toErrno(err)
 	}
 	n.v.unwhite(to)
+	// The new name is a node of its own here, so the kernel does not know
+	// the linked-to node's count changed: drop its cached attributes (a
+	// negative offset leaves its pages alone and takes no lock).
+	target.EmbeddedInode().NotifyContent(-1, 0)
 	return n.child(ctx, to, out)
 }

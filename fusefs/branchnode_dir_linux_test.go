@@ -38,3 +38,24 @@ func TestBranchMknod(t *testing.T) {
 		}
 	}
 }
+
+// A hard link made in a branch shows at once in the link count of the name
+// linked to, as in the workspace (pjdfstest's link/00.t and rename/00.t
+// stat it right after link(2)).
+func TestBranchLinkCount(t *testing.T) {
+	m, _ := fsxBranch(t, rand.New(rand.NewPCG(1, 2)))
+	for _, name := range []string{"a", "c"} { // the workspace's file, and one new in the branch
+		p := filepath.Join(m.mnt, name)
+		if name == "c" {
+			must(t, os.WriteFile(p, []byte("c\n"), 0o644))
+		}
+		var st unix.Stat_t
+		must(t, unix.Lstat(p, &st)) // cached now
+		for i, want := range []uint64{2, 3} {
+			must(t, os.Link(p, p+"-link"+string(rune('1'+i))))
+			if err := unix.Lstat(p, &st); err != nil || st.Nlink != want {
+				t.Fatalf("lstat %s after %d links: nlink %d, %v; want %d", name, i+1, st.Nlink, err, want)
+			}
+		}
+	}
+}
