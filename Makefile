@@ -86,7 +86,7 @@ bench:
 	$(GO) test ./integration -run '^$$' -bench MCP -benchtime 1x -timeout 10m -v
 
 # 30 s of shell writers and tool actors on one mount, plus the in-process races,
-# plus fsx: FSX_OPS random operations through a mount from each of FSX_SEEDS
+# plus fsx: FSX_OPS random operations through a mount (and in a branch) from each of FSX_SEEDS
 # fresh seeds (logged; DSHFS_FSX_SEED=S replays one, see fusefs/fsx_test.go),
 # plus CRASH_SEEDS workloads cut at random points (versionstore/crashimage_linux_test.go).
 stress:
@@ -94,7 +94,7 @@ stress:
 	DSHFS_STRESS=30s DSHFS_TEST_PASSTHROUGH=off $(GO) test -race -count=1 -run 'Concurrent' ./integration
 	$(GO) test -race -count=20 -run 'Concurrent' ./versionstore ./toolapi
 	DSHFS_CRASH_SEEDS=$(CRASH_SEEDS) $(GO) test -count=1 -run '^TestCrashImages$$' -timeout 60m ./versionstore
-	DSHFS_FSX_OPS=$(FSX_OPS) DSHFS_FSX_SEEDS=$(FSX_SEEDS) $(GO) test -race -count=1 -run '^TestFsx$$' -timeout 60m ./fusefs
+	DSHFS_FSX_OPS=$(FSX_OPS) DSHFS_FSX_SEEDS=$(FSX_SEEDS) $(GO) test -race -count=1 -run '^TestFsx(Branch)?$$' -timeout 60m ./fusefs
 
 # The real Claude Code, Codex and OpenCode (pinned in integration/testdata/harness,
 # installed with npm into the user's cache) against a real mount, each model
@@ -105,8 +105,9 @@ harness-check:
 
 # The pjdfstest POSIX suite (pjd/pjdfstest, built with autotools into
 # ~/.cache/dshfs/pjdfstest) run with prove -r inside a dshfs mount made with
-# --allow-other PJDFSTEST_OPTS, or in a plain directory with
-# PJDFSTEST_MODE=native. PJDFSTEST_GIT names a local clone or URL. Root only;
+# --allow-other PJDFSTEST_OPTS, inside a branch of that mount with
+# PJDFSTEST_MODE=branch, or in a plain directory with PJDFSTEST_MODE=native.
+# PJDFSTEST_GIT names a local clone or URL. Root only;
 # ~4 minutes; not part of make test. See integration/testdata/pjdfstest/run.sh.
 PJDFSTEST_MODE ?= dshfs
 PJDFSTEST_OPTS ?=

@@ -163,6 +163,26 @@ func (n *bnode) Symlink(ctx context.Context, target, name string, out *fuse.Entr
 	return n.child(ctx, key, out)
 }
 
+var _ = (fs.NodeMknoder)((*bnode)(nil))
+
+// Mknod makes a FIFO, a socket or (for a daemon allowed to) a device node
+// in the branch's own layer. A merge leaves it out: it is not a regular file.
+func (n *bnode) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	key := n.childKey(name)
+	if _, err := n.v.resolve(key); err == nil {
+		return nil, syscall.EEXIST
+	}
+	p, errno := n.upperPath(key)
+	if errno != 0 {
+		return nil, errno
+	}
+	if err := syscall.Mknod(p, mode, int(dev)); err != nil {
+		return nil, toErrno(err)
+	}
+	n.v.unwhite(key)
+	return n.child(ctx, key, out)
+}
+
 var _ = (fs.NodeUnlinker)((*bnode)(nil))
 
 func (n *bnode) Unlink(ctx context.Context, name string) syscall.Errno {
@@ -262,5 +282,9 @@ func (n *bnode) Link(ctx context.Context, target fs.InodeEmbedder, name string, 
 		return nil, toErrno(err)
 	}
 	n.v.unwhite(to)
+	// The new name is a node of its own here, so the kernel does not know
+	// the linked-to node's count changed: drop its cached attributes (a
+	// negative offset leaves its pages alone and takes no lock).
+	target.EmbeddedInode().NotifyContent(-1, 0)
 	return n.child(ctx, to, out)
 }

@@ -66,6 +66,9 @@ import (
 type fsxMode struct {
 	name string
 	opts []func(*Options)
+	// branch runs the sequences in a branch of a workspace
+	// (fsx_branch_test.go), on files it starts with.
+	branch bool
 }
 
 // fsxModes are the mounts TestFsx runs against: kernel passthrough (as
@@ -100,8 +103,13 @@ const (
 var fsxDefaultSeeds = []int64{1, 2, 3}
 
 func TestFsx(t *testing.T) {
+	runFsxModes(t, fsxModes())
+}
+
+// runFsxModes runs the configured seeds in each mode.
+func runFsxModes(t *testing.T, modes []fsxMode) {
 	ops, seeds := fsxConfig(t)
-	for _, mode := range fsxModes() {
+	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			counts := map[string]int{}
 			for _, seed := range seeds {
@@ -275,13 +283,20 @@ const (
 
 // runFsx runs ops operations from seed, and returns how many of each kind.
 func runFsx(t *testing.T, mode fsxMode, seed int64, ops int) map[string]int {
-	m := mountT(t, mode.opts...)
-	if want := mode.name == "passthrough"; m.fs.Passthrough() != want {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x6473686673))
+	var m *mounted
+	var start map[string][]byte // the files a branch starts with
+	if mode.branch {
+		m, start = fsxBranch(t, rng, mode.opts...)
+	} else {
+		m = mountT(t, mode.opts...)
+	}
+	if want := strings.HasSuffix(mode.name, "passthrough"); m.fs.Passthrough() != want {
 		t.Fatalf("mode %s: passthrough %v", mode.name, m.fs.Passthrough())
 	}
 	r := &fsxRun{
 		t: t, m: m, mode: mode, seed: seed, ops: ops,
-		rng:    rand.New(rand.NewPCG(uint64(seed), 0x6473686673)),
+		rng:    rng,
 		page:   unix.Getpagesize(),
 		counts: map[string]int{},
 	}
@@ -291,7 +306,14 @@ func runFsx(t *testing.T, mode fsxMode, seed int64, ops int) map[string]int {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"a", "b"} {
-		r.files = append(r.files, r.create(name))
+		if data, ok := start[name]; ok {
+			r.adopt(name, data)
+		} else {
+			r.files = append(r.files, r.create(name))
+		}
+	}
+	if mode.branch {
+		r.files = append(r.files, r.create("c")) // new in the branch
 	}
 	r.quiesce()
 	for r.step = 1; r.step <= ops; r.step++ {

@@ -60,7 +60,13 @@ func mountT(t *testing.T, opts ...func(*Options)) *mounted {
 func mountWith(t *testing.T, prep func(backing string), opts ...func(*Options)) *mounted {
 	t.Helper()
 	testfuse.Require(t)
-	m := &mounted{t: t, backing: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
+	return mountAt(t, t.TempDir(), prep, opts...)
+}
+
+// mountAt is mountWith over the backing directory given.
+func mountAt(t *testing.T, backing string, prep func(backing string), opts ...func(*Options)) *mounted {
+	t.Helper()
+	m := &mounted{t: t, backing: backing, mnt: filepath.Join(t.TempDir(), "mnt")}
 	if err := os.Mkdir(m.mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}

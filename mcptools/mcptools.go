@@ -8,8 +8,9 @@
 //
 // It serves sessions with the official MCP Go SDK over whatever carries
 // them, calling the tools through a CallFunc: in the daemon, the tools
-// themselves; in `dshfs mcp`, the daemon's socket. It never touches files
-// and decides nothing a tool may do.
+// themselves; in `dshfs mcp`, the daemon's socket, and with --branch-tools
+// its branch routes too (WithBranches). It never touches files and decides
+// nothing a tool may do.
 package mcptools
 
 import (

@@ -76,7 +76,7 @@ func readProps(readLimit int) []property {
 // additionalProperties.
 func schemaJSON(props []property) json.RawMessage {
 	b := []byte(`{"type":"object","properties":{`)
-	var required []string
+	required := []string{} // [] rather than null for a tool without arguments
 	for i, p := range props {
 		if i > 0 {
 			b = append(b, ',')

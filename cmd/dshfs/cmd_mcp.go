@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"syscall"
 
 	"github.com/dshfs/dshfs/mcptools"
@@ -26,6 +27,9 @@ type mcpOptions struct {
 	// hand the model structuredContent in place of the text when a result
 	// has it, so it is for programs, not models.
 	Structured bool
+	// BranchTools adds the branch tools, for a model that orchestrates
+	// agents on branches; this process then serves the session itself.
+	BranchTools bool
 }
 
 func mcpCommand() *cli.Command {
@@ -40,11 +44,14 @@ func mcpCommand() *cli.Command {
 			"--structured-content also sends each result's value (versions, line numbers) as\n" +
 			"structuredContent. Do not use it with a model: Claude Code, Codex and OpenCode hand the model\n" +
 			"structuredContent instead of the text when a result has it.\n\n" +
+			"--branch-tools adds branch_list, branch_diff, branch_merge and branch_new, for a model that\n" +
+			"starts agents on branches and merges their work (docs/branches.md).\n\n" +
 			"Claude Code: claude mcp add dshfs -- dshfs mcp --mount /mnt/ws",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Usage: "the daemon's socket", Destination: &o.Socket},
 			&cli.StringFlag{Name: "mount", Usage: "the mount point", DefaultText: "the mount holding the current directory, else the only one", Destination: &o.Mount},
 			&cli.StringFlag{Name: "actor", Usage: "actor name for this session", DefaultText: "the client's name, numbered", Destination: &o.Actor},
+			&cli.BoolFlag{Name: "branch-tools", Usage: "also serve the tools that list, preview, merge and make branches (for an orchestrating model)", Destination: &o.BranchTools},
 			&cli.BoolFlag{Name: "structured-content", Usage: "also send each result's value as structuredContent (for programs: harnesses show it to the model instead of the text)", Destination: &o.Structured},
 		},
 		Action: func(c *cli.Context) error {
@@ -74,6 +81,11 @@ func runMCP(ctx context.Context, o mcpOptions) error {
 	} else {
 		registerHarness(ctx, client, req.Actor)
 	}
+	if o.BranchTools {
+		// The daemon serves sessions of the workspace's tools alone: this
+		// process serves this one, relaying each call.
+		return serveMCP(ctx, client, defs, req, &mcp.ServerSessionState{}, true)
+	}
 	state, err := handOver(ctx, client, &req)
 	if err != nil {
 		return daemonError(err)
@@ -81,7 +93,7 @@ func runMCP(ctx context.Context, o mcpOptions) error {
 	if state == nil {
 		return nil // the daemon served the session to its end
 	}
-	return serveMCP(ctx, client, defs, req, state)
+	return serveMCP(ctx, client, defs, req, state, false)
 }
 
 // registerHarness names actor as the writer of whatever the harness that
@@ -145,7 +157,8 @@ func handOver(ctx context.Context, client *unixsocket.Client, req *unixsocket.MC
 
 // serveMCP serves the session in this process, each call relayed over the
 // socket; state is where the session stands (zero: not yet initialized).
-func serveMCP(ctx context.Context, client *unixsocket.Client, defs []unixsocket.ToolDef, req unixsocket.MCPRequest, state *mcp.ServerSessionState) error {
+// With branchTools it serves the branch tools too.
+func serveMCP(ctx context.Context, client *unixsocket.Client, defs []unixsocket.ToolDef, req unixsocket.MCPRequest, state *mcp.ServerSessionState, branchTools bool) error {
 	actor := mcptools.FixedActor(req.Actor)
 	if req.NameActor {
 		actor = mcptools.NamedActor(func(name string) string {
@@ -154,7 +167,12 @@ func serveMCP(ctx context.Context, client *unixsocket.Client, defs []unixsocket.
 			return a
 		})
 	}
-	server := mcptools.NewServer(defs, mcptools.FromClient(client, actor, req.Cwd),
+	call := mcptools.FromClient(client, actor, req.Cwd)
+	if branchTools {
+		defs = append(slices.Clip(defs), toolapi.BranchDefinitions()...)
+		call = mcptools.WithBranches(call, mcptools.BranchesOf(client))
+	}
+	server := mcptools.NewServer(defs, call,
 		mcptools.Options{Version: buildVersion(), Structured: req.StructuredContent,
 			OnInitialized: func(p *mcp.InitializeParams) { actor.Name(mcptools.ClientName(p)) }})
 	var opts *mcp.ServerSessionOptions

@@ -2,10 +2,14 @@
 # make pjdfstest: the pjdfstest POSIX suite (pjd/pjdfstest) inside a dshfs
 # mount, or in a plain directory as the anchor.
 #
-#   run.sh [dshfs|native] [EXTRA MOUNT OPTIONS...]
+#   run.sh [dshfs|branch|native] [EXTRA MOUNT OPTIONS...]
 #
 #   dshfs   (default) a fresh backing directory mounted with
 #           `dshfs mount --allow-other EXTRA...`; the suite runs inside it
+#   branch  the same mount, and the suite runs inside a branch of it
+#           (`dshfs branch new pjdfstest`, at MOUNTPOINT@pjdfstest); a
+#           branch's mount never has allow_other (docs/branches.md), so
+#           compare with `PJDFSTEST_ALLOW_OTHER=no run.sh dshfs`
 #   native  no mount: the suite runs in a fresh directory on the same
 #           filesystem as the backing directory would be (TMPDIR)
 #
@@ -28,7 +32,9 @@
 # Exit status 0 if nothing failed, 1 if something did, 2 on a usage or setup
 # error. The mount is always unmounted and the scratch directories removed.
 # PJDFSTEST_TESTS="chown/00.t rename" runs only those files or directories
-# (relative to tests/). PJDFSTEST_FS=EXT4 makes the suite take the directory
+# (relative to tests/). PJDFSTEST_ALLOW_OTHER=no mounts without --allow-other
+# (as a branch is: then only root reaches the mount, and the suite's tests
+# run as other uids fail there). PJDFSTEST_FS=EXT4 makes the suite take the directory
 # for ext4 (the one line this script adds to the suite's tests/conf): it
 # skips the rename ctime checks (rename/22.t) on any other type than EXT4,
 # UFS and ZFS, a FUSE mount's "FUSE.DSHFS" included. Not part of `make test`.
@@ -39,9 +45,9 @@ repo=$(cd "$here/../../.." && pwd)
 mode=${1:-dshfs}
 [ $# -eq 0 ] || shift
 case $mode in
-dshfs | native) ;;
+dshfs | branch | native) ;;
 *)
-	echo "usage: $0 [dshfs|native] [extra dshfs mount options...]" >&2
+	echo "usage: $0 [dshfs|branch|native] [extra dshfs mount options...]" >&2
 	exit 2
 	;;
 esac
@@ -69,15 +75,18 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/dshfs-pjdfstest.XXXXXX")
 chmod 0755 "$tmp" # the suite's other uids only need to reach the test directory
 mnt=$tmp/mnt
 cleanup() {
-	if [ "$mode" = dshfs ] && mountpoint -q "$mnt" 2>/dev/null; then
+	if [ "$mode" = branch ] && mountpoint -q "$mnt@pjdfstest" 2>/dev/null; then
+		XDG_STATE_HOME=$tmp/state "$tmp/bin/dshfs" branch drop --force --mount "$mnt" pjdfstest >/dev/null 2>&1 || true
+	fi
+	if [ "$mode" != native ] && mountpoint -q "$mnt" 2>/dev/null; then
 		XDG_STATE_HOME=$tmp/state "$tmp/bin/dshfs" unmount "$mnt" >/dev/null 2>&1 ||
 			umount -l "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null || true
 	fi
 	if [ -n "${results:-}" ] && [ -d "$tmp/state" ]; then
 		find "$tmp/state" -name dshfs.log -exec cp {} "$results/dshfs.log" \; 2>/dev/null || true
 	fi
-	if mountpoint -q "$mnt" 2>/dev/null; then
-		echo "pjdfstest: $mnt is still mounted; left $tmp" >&2
+	if mountpoint -q "$mnt" 2>/dev/null || mountpoint -q "$mnt@pjdfstest" 2>/dev/null; then
+		echo "pjdfstest: $mnt or $mnt@pjdfstest is still mounted; left $tmp" >&2
 	else
 		rm -rf "$tmp"
 	fi
@@ -116,12 +125,23 @@ results=${PJDFSTEST_RESULTS:-$cache/results/$mode-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$results"
 
 # --- the directory under test ---
-if [ "$mode" = dshfs ]; then
+if [ "$mode" != native ]; then
 	mkdir -p "$tmp/bin" "$tmp/backing" "$mnt" "$tmp/state"
 	(cd "$repo" && go build -o "$tmp/bin/dshfs" ./cmd/dshfs)
-	XDG_STATE_HOME=$tmp/state "$tmp/bin/dshfs" mount --allow-other "$@" "$tmp/backing" "$mnt" >/dev/null
+	allow=(--allow-other)
+	[ "${PJDFSTEST_ALLOW_OTHER:-yes}" != no ] || allow=()
+	XDG_STATE_HOME=$tmp/state "$tmp/bin/dshfs" mount "${allow[@]}" "$@" "$tmp/backing" "$mnt" >/dev/null
 	dir=$mnt
-	desc="dshfs mount --allow-other${*:+ $*}"
+	desc="dshfs mount${allow[*]:+ ${allow[*]}}${*:+ $*}"
+	if [ "$mode" = branch ]; then
+		# (its note on --allow-other goes to stderr)
+		dir=$(XDG_STATE_HOME=$tmp/state "$tmp/bin/dshfs" branch new --mount "$mnt" pjdfstest) &&
+			[ "$dir" = "$mnt@pjdfstest" ] && mountpoint -q "$dir" || {
+			echo "pjdfstest: dshfs branch new did not mount $mnt@pjdfstest" >&2
+			exit 2
+		}
+		desc="a branch of $desc"
+	fi
 else
 	mkdir -p "$tmp/native"
 	dir=$tmp/native
