@@ -3,7 +3,9 @@ package versionstore
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -204,20 +206,10 @@ func TestMergeLinesWithoutLineMerge(t *testing.T) {
 func TestMergeLinesCompareAndSwap(t *testing.T) {
 	for _, partial := range []bool{false, true} {
 		t.Run(map[bool]string{false: "whole", true: "partial"}[partial], func(t *testing.T) {
-			var ts *testStore
 			ctx := context.Background()
 			fired := false
 			late := "late\n2\n3\n4\n5\n6\n"
-			ts = openTestStore(t, func(o *Options) {
-				o.OnPublish = func(key string) {
-					if key == "a.txt" && !fired {
-						fired = true
-						if _, err := ts.WriteText(ctx, ts.target("b.txt"), late, Intent{}, ToolWriter("late")); err != nil {
-							t.Error(err)
-						}
-					}
-				}
-			})
+			ts := openTestStore(t)
 			base := "1\n2\n3\n4\n5\n6\n"
 			ts.put("a.txt", "a0\n")
 			ts.put("b.txt", base)
@@ -231,7 +223,20 @@ func TestMergeLinesCompareAndSwap(t *testing.T) {
 			changes := []BranchChange{{Key: "a.txt", Version: SumString("a1\n"), Data: []byte("a1\n")},
 				{Key: "b.txt", Version: SumString(b), Data: []byte(b)}}
 			fake := &fakeLineMerge{}
+			// At the merge's first publish (the files are applied at once,
+			// in any order), b.txt changes behind the store: its publish,
+			// first or not, is checked again after this and refused.
+			var once sync.Once
+			ts.beforePublish = func() {
+				once.Do(func() {
+					fired = true
+					if err := os.WriteFile(ts.path("b.txt"), []byte(late), 0o644); err != nil {
+						t.Error(err)
+					}
+				})
+			}
 			res, err := ts.Merge(ctx, "x", "branch:x", changes, MergeOptions{Lines: true, LineMerge: fake.merge, Partial: partial})
+			ts.beforePublish = nil
 			if err != nil || !fired || res.Conflicts != 1 || res.Items[1].Conflict == "" || len(fake.calls) != 1 {
 				t.Fatalf("merge = %+v, %v (the late write ran: %v); want b.txt refused", res, err, fired)
 			}
