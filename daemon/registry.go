@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -365,3 +366,8 @@ func (e Entry) Note() string {
 	}
 	return strings.TrimPrefix(e.Err.Error(), "its ")
 }
+
+// sameMount reports whether the mount points a and b show one mount (one
+// FUSE connection: b a bind mount of a, or the other way), by the mount
+// table alone.
+func sameMount(a, b string) bool { return slices.Contains(fusefs.OtherMountPoints(a), b) }

@@ -34,9 +34,3 @@ func cString(b []byte) string {
 	}
 	return string(b)
 }
-
-// sameMount: macOS has no bind mounts; a mount has one mount point.
-func sameMount(a, b string) bool { return false }
-
-// otherMountPoints: macOS has no bind mounts.
-func otherMountPoints(mnt string) []string { return nil }

@@ -26,7 +26,7 @@ const drainTimeout = 10 * time.Second
 // under way finish (drainTimeout), and returns once they are over.
 func (m *mount) serve() (func(), error) {
 	svc, pol, err := Tools(m.store, m.cfg.NoPolicy, toolapi.Config{MountPoint: m.cfg.MountPoint, MaxImageBytes: m.cfg.MaxImageBytes,
-		OtherMountPoints: func() []string { return otherMountPoints(m.cfg.MountPoint) }})
+		OtherMountPoints: func() []string { return fusefs.OtherMountPoints(m.cfg.MountPoint) }})
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,7 @@
 package fusefs
 
-// unmountOthers: macOS has no bind mounts, so a mount has one mount point.
+// OtherMountPoints: macOS has no bind mounts, so a mount has one mount
+// point.
+func OtherMountPoints(mnt string) []string { return nil }
+
 func (f *FS) unmountOthers() {}

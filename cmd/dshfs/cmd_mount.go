@@ -33,7 +33,10 @@ func mountCommand() *cli.Command {
 		Description: "Every write through the mount gets a content-hash version, attributed to the writing process.\n" +
 			"SIGINT or SIGTERM flushes the index and unmounts cleanly. A mount left behind by a crash is\n" +
 			"detected and replaced. The mount point must be outside the backing directory; a missing one is\n" +
-			"made, a non-empty one refused (--nonempty mounts over what it holds, hiding it).\n\n" +
+			"made, a non-empty one refused (--nonempty mounts over what it holds, hiding it). As root on Linux,\n" +
+			"a directory mounted already is shown at the new mount point too: a bind mount served by the same\n" +
+			"daemon, taking no options of its own (dshfs unmount of it leaves the first); otherwise a second\n" +
+			"mount of it is refused.\n\n" +
 			"As a normal user, mounting needs fusermount3 (Debian: apt-get install fuse3) and read-write\n" +
 			"access to /dev/fuse; --allow-other also needs user_allow_other in /etc/fuse.conf.",
 		Flags: mountFlags(&o),
