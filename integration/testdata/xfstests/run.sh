@@ -223,16 +223,28 @@ shard_tests() {
 	local i
 	for ((i = $1 - 1; i < ${#tests[@]}; i += shards)); do echo "${tests[$i]}"; done
 }
+# run_isolated SECTION TEST...: run_system in a mount namespace of the
+# section's own, which sees the run's mounts and none of the other
+# sections'. xfs_io, at its start, stats and statfs's every mount in its
+# table whose source is a path (a dshfs or passthrough_ll mount's is its
+# backing directory): another section's xfs_io doing so holds this
+# section's mount while the daemon answers, and the kernel refuses an
+# umount then ("target is busy"). xfstests runs one section a machine.
+run_isolated() {
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	unshare -m --propagation private bash -c '. "$1/cleanup.sh"; . "$1/runtests.sh"; shift; run_system "$@"' _ "$here" "$@"
+}
+export tmp results src limit # for run_isolated's shell
 # run_sections SYSTEM: its sections, at the same time if sharded.
 run_sections() {
 	local i pids=()
 	if [ "$shards" -le 1 ]; then
-		run_system "$1" "${tests[@]}"
+		run_isolated "$1" "${tests[@]}"
 		return
 	fi
 	for i in $(seq "$shards"); do
 		# shellcheck disable=SC2046 # test names have no spaces
-		run_system "$1-$i" $(shard_tests "$i") &
+		run_isolated "$1-$i" $(shard_tests "$i") &
 		pids+=($!)
 	done
 	for p in "${pids[@]}"; do wait "$p" || true; done
