@@ -44,6 +44,9 @@ func (s *Store) preserveLocked(key string, queued bool) (absent bool) {
 		}
 		return false
 	}
+	if s.keptInBatch(key, fi, fp) {
+		return false
+	}
 	known, unknown, err := s.keptAlready(key, fi, fp)
 	if err != nil || known {
 		// An entry that cannot be read cannot be updated either: the
@@ -143,10 +146,30 @@ func (s *Store) grownVersion(f *os.File, data []byte, c change) (change, error) 
 func (s *Store) keptAlready(key string, fi fs.FileInfo, fp fingerprint) (known, unknown bool, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
 		r, found, err := getRecord(tx, key)
-		known = found && r.FP == fp && !fp.racy(r.Recorded) && !r.Version.IsZero() &&
+		known = found && r.FP == fp && (!fp.racy(r.Recorded) || s.statProves(fi)) && !r.Version.IsZero() &&
 			(s.objects.present(tx, r.Version) || !s.objects.keeps(fi.Size()))
 		unknown = !found
 		return err
 	})
 	return known, unknown, err
+}
+
+// keptInBatch is keptAlready for a change of key that waits in the mount's
+// batch: a file written through the mount and closed less than a batch
+// interval ago, whose bytes that change carries.
+func (s *Store) keptInBatch(key string, fi fs.FileInfo, fp fingerprint) bool {
+	q, ok := s.mount.queuedAs(key)
+	return ok && q.fp == fp && !q.version.IsZero() && (!fp.racy(q.at.UnixNano()) || s.statProves(fi)) &&
+		(q.kept || !s.objects.keeps(fi.Size()))
+}
+
+// statProves reports whether a fingerprint of fi equal to a recorded one
+// proves the file unchanged since, however soon after the recording: on a
+// filesystem with fine ctimes (probeFineCtime), any change after the
+// recording's stat moved the ctime. Elsewhere a fingerprint close to its
+// recording is racy (fingerprint.go). Only the bytes kept before a change
+// rely on it: the recording's stat comes before its read there.
+func (s *Store) statProves(fi fs.FileInfo) bool {
+	dev, ok := deviceOf(fi)
+	return ok && s.fineCtime && dev == s.fineDev
 }

@@ -100,7 +100,7 @@ func (s *Store) runAlso(tx *bolt.Tx, key string, c change) {
 func (s *Store) storedAlready(cs []change) (stored map[Version]bool, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
 		for i := range cs {
-			if cs[i].data != nil && s.objects.present(tx, cs[i].version) {
+			if cs[i].carries() && s.objects.present(tx, cs[i].version) {
 				if stored == nil {
 					stored = map[Version]bool{}
 				}
@@ -130,20 +130,23 @@ func (s *Store) commit(keys []string, cs []change) error {
 		return err
 	}
 	for i := range cs {
-		data := cs[i].data
-		cs[i].data = nil
-		if data == nil || stored[cs[i].version] {
+		data, p := cs[i].data, cs[i].packed
+		cs[i].data, cs[i].packed = nil, nil
+		if (data == nil && p == nil) || stored[cs[i].version] {
 			continue
 		}
-		p := s.objects.pack(cs[i].version, data, now)
+		if p == nil {
+			pk := s.objects.pack(cs[i].version, data, now)
+			p = &pk
+		}
 		if p.file != nil {
-			if err := s.objects.writeFile(p); err != nil {
+			if err := s.objects.writeFile(*p); err != nil {
 				// The version is still recorded; only its bytes are not kept.
 				s.log.Error("keep the bytes of a version", "path", keys[i], "err", err)
 				continue
 			}
 		}
-		objs = append(objs, p)
+		objs = append(objs, *p)
 	}
 	var added int64                 // to the objects in files of their own
 	owed := s.owedDrops(everything) // settled publishes' records ride along

@@ -38,6 +38,9 @@ type Mount struct {
 	// flushing is held while a batch is taken and committed, so a caller
 	// that flushes waits for a batch another goroutine took a moment ago.
 	flushing sync.Mutex
+	// queued is, for each key in pending, what its last queued change
+	// found (queuedAs).
+	queued map[string]queuedFile
 	// full asks the flush loop for a commit now: the batch reached its
 	// limit.
 	full chan struct{}
@@ -100,9 +103,14 @@ func (m *Mount) takeBornAbsent(key string) bool {
 
 // enqueue adds c, a commit of key, to the next batch.
 func (m *Mount) enqueue(key string, c change) {
+	m.s.packAhead(&c)
 	m.mu.Lock()
 	m.pending = append(m.pending, pendingChange{key, c})
-	m.pendingBytes += int64(len(c.data))
+	m.pendingBytes += c.keptBytes()
+	if m.queued == nil {
+		m.queued = make(map[string]queuedFile)
+	}
+	m.queued[key] = queuedFile{fp: c.fp, at: c.at, version: c.version, kept: c.carries()}
 	n, bytes := len(m.pending), m.pendingBytes
 	m.mu.Unlock()
 	switch {
@@ -136,7 +144,7 @@ func (m *Mount) flush() {
 	defer m.flushing.Unlock()
 	m.mu.Lock()
 	batch := m.pending
-	m.pending, m.pendingBytes = nil, 0
+	m.pending, m.pendingBytes, m.queued = nil, 0, nil
 	m.mu.Unlock()
 	if len(batch) == 0 {
 		return
@@ -199,4 +207,22 @@ func moveKeys[V any](m map[string]V, a, b string, swap bool) {
 // under reports whether key is root or a path below it.
 func under(key, root string) bool {
 	return key == root || strings.HasPrefix(key, root+"/")
+}
+
+// queuedFile is what a queued change of a file found: its fingerprint, when,
+// its version, and whether the change carries its bytes.
+type queuedFile struct {
+	fp      fingerprint
+	at      time.Time
+	version Version
+	kept    bool
+}
+
+// queuedAs is the last change of key waiting in the batch, if any: the
+// index does not have it yet.
+func (m *Mount) queuedAs(key string) (queuedFile, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q, ok := m.queued[key]
+	return q, ok
 }

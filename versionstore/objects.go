@@ -364,3 +364,35 @@ func (o *objectStore) frame(tx *bolt.Tx, v Version) ([]byte, int64, error) {
 	}
 	return nil, 0, fmt.Errorf("%s: %w (unknown format %q)", v, ErrCorrupt, value[0])
 }
+
+// packAhead compresses the bytes c keeps now, in the goroutine that queues
+// c: the batch's commit, one goroutine for every writer's versions, then
+// only writes them. Bytes the store holds already are left for the commit
+// to drop (it decides under the collection's lock whether they still are).
+func (s *Store) packAhead(c *change) {
+	if c.data == nil {
+		return
+	}
+	held := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		held = s.objects.present(tx, c.version)
+		return nil
+	})
+	if held && err == nil {
+		return
+	}
+	// An index that cannot be read now: packing costs time, not bytes.
+	p := s.objects.pack(c.version, c.data, s.now())
+	c.packed, c.data = &p, nil
+}
+
+// carries reports whether c brings bytes to keep.
+func (c *change) carries() bool { return c.data != nil || c.packed != nil }
+
+// keptBytes is how much memory the bytes c keeps take while queued.
+func (c *change) keptBytes() int64 {
+	if c.packed != nil {
+		return int64(len(c.packed.value) + len(c.packed.file))
+	}
+	return int64(len(c.data))
+}

@@ -118,6 +118,11 @@ type Store struct {
 
 	baselined atomic.Bool // a walk has indexed the whole workspace (walk.go)
 
+	// fineCtime: the workspace's filesystem (device fineDev) gives a file a
+	// new ctime at every change after a stat (probeFineCtime).
+	fineCtime bool
+	fineDev   uint64
+
 	historyLimit int
 	diffBasisMax int
 	fileMode     fs.FileMode
@@ -191,6 +196,7 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		syncPublishes: opts.SyncPublishes,
 		batchEvery:    opts.MountBatchInterval,
 	}
+	s.fineDev, s.fineCtime = probeFineCtime(int(rootDir.Fd()))
 	if s.batchEvery <= 0 {
 		s.batchEvery = DefaultMountBatchInterval
 	}

@@ -27,6 +27,10 @@ type change struct {
 	at      time.Time
 	// data, when set, are the bytes of version, to keep in the object store.
 	data []byte
+	// packed, when set, is data as the store keeps them, compressed by the
+	// goroutine that queued the change (packAhead) instead of by the
+	// batch's commit; data is then nil.
+	packed *packed
 	// created says the writer saw the path without a file just before: the
 	// change is a creation even though the index had no entry.
 	created bool
