@@ -95,6 +95,11 @@ func (s *Store) readForCapture(t Target, at time.Time, w Writer, keep bool) (cha
 		return c, nil
 	}
 	data := make([]byte, 0, fi.Size()+1)
+	n, err := readExtents(f, fi, data[:fi.Size()]) // the rest, and any growth, read on
+	if err != nil {
+		return change{}, osError("read", t.Display, err)
+	}
+	data = data[:n]
 	for {
 		n, err := f.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
