@@ -2,11 +2,17 @@ package fusefs
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/dshfs/dshfs/internal/testfuse"
+	"golang.org/x/sys/unix"
 )
 
 // What extracting a file costs in FUSE requests, counted (deterministic,
@@ -61,4 +67,128 @@ func TestRequestsPerExtractedFile(t *testing.T) {
 			t.Errorf("%s: %.2f a file, want %.2f to %.2f", op, got, w[0], w[1])
 		}
 	}
+}
+
+// The requests of one created file, made as GNU tar makes it — open
+// O_CREAT|O_EXCL|O_WRONLY, write, futimens, fchown, fchmod, close — counted
+// by opcode. Every one is the kernel's and none can be negotiated away on
+// Linux 6.18 (docs/performance.md, "Requests per created file"):
+//
+//   - LOOKUP of the new name: the kernel looks a name up before it creates
+//     it (fuse_atomic_open), and a never-seen name has no negative entry;
+//   - CREATE;
+//   - GETATTR of the directory, at the next file's path walk: a create
+//     invalidates all the directory's attributes (fuse_dir_changed), and
+//     with default_permissions (POSIX ACLs need it) the walk's permission
+//     check fetches its mode again — every file but the first;
+//   - GETXATTR security.capability before the first write (the VFS's
+//     file_remove_privs: a new inode is not yet marked S_NOSEC) and
+//     before the chown (notify_change asks on every chown of a
+//     non-directory); HANDLE_KILLPRIV_V2 stops neither, and answering
+//     ENOSYS would turn extended attributes off for every file;
+//   - SETATTR for each of futimens, fchown and fchmod;
+//   - RELEASE after the close; and without passthrough the WRITE and the
+//     FLUSH that commits the version before close returns.
+func TestRequestsPerCreatedFile(t *testing.T) {
+	const files = 50
+	var r requests
+	m := mountT(t, counting(&r))
+	dir := filepath.Join(m.mnt, "x")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The mkdir left the root's attributes stale: the first walk would
+	// fetch them. Fetched now, the count is the files' own.
+	if _, err := os.Stat(m.mnt); err != nil {
+		t.Fatal(err)
+	}
+	m.waitUnmarked()
+	r.take()
+	data := bytes.Repeat([]byte("x"), 2048)
+	for i := range files {
+		createAsTarDoes(t, filepath.Join(dir, fmt.Sprintf("f%03d", i)), data)
+	}
+	if !testfuse.WaitFor(30*time.Second, func() bool { return r.count("RELEASE") >= files }) {
+		t.Fatalf("%d RELEASEs after 30 s, want %d", r.count("RELEASE"), files)
+	}
+	n := r.take()
+	want := map[string]int{"LOOKUP": files, "CREATE": files, "GETATTR": files - 1, "GETXATTR": 2 * files,
+		"SETATTR": 3 * files, "RELEASE": files}
+	if !m.fs.Passthrough() {
+		want["WRITE"], want["FLUSH"] = files, files
+	}
+	t.Logf("per file: %.2f requests (%v)", float64(callerRequests(n))/files, n)
+	for op, c := range n {
+		if w, ok := want[op]; !ok && !notCallers[op] || c < w || c > w+revalidations(op, files) {
+			t.Errorf("%s: %d for %d files, want %d", op, c, files, w)
+		}
+	}
+	for op, w := range want {
+		if n[op] == 0 {
+			t.Errorf("%s: none for %d files, want %d", op, files, w)
+		}
+	}
+}
+
+// revalidations is how many more requests of op than its files ask for a
+// test tolerates: on a loaded machine the watcher may take a change of the
+// daemon's own for someone else's and make the kernel look a name or a
+// directory up again. Every other opcode is the caller's system calls'.
+func revalidations(op string, files int) int {
+	if op == "LOOKUP" || op == "GETATTR" {
+		return files / 10
+	}
+	return 0
+}
+
+// notCallers are the requests no caller waits for and no workload causes
+// by itself: the kernel sends them when it drops inodes under memory
+// pressure, or when a caller is interrupted.
+var notCallers = map[string]bool{"FORGET": true, "BATCH_FORGET": true, "INTERRUPT": true}
+
+func callerRequests(n map[string]int) int {
+	total := 0
+	for op, c := range n {
+		if !notCallers[op] {
+			total += c
+		}
+	}
+	return total
+}
+
+// createAsTarDoes makes p with data the way GNU tar extracts a regular file
+// as root: created 0600 and exclusively, written, then given its time,
+// owner and mode through the open descriptor, and closed.
+func createAsTarDoes(t *testing.T, p string, data []byte) {
+	t.Helper()
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mtime := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())}
+	err = errors.Join(writeAll(fd, data), futimens(fd, mtime), unix.Fchown(fd, 0, 0), unix.Fchmod(fd, 0o644), unix.Close(fd))
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+}
+
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+// futimens is utimensat(fd, NULL, ts, 0): golang.org/x/sys has no call that
+// sets the times of a descriptor without a path.
+func futimens(fd int, ts []unix.Timespec) error {
+	_, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
 }
