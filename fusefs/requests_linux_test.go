@@ -71,8 +71,9 @@ func TestRequestsPerExtractedFile(t *testing.T) {
 
 // The requests of one created file, made as GNU tar makes it — open
 // O_CREAT|O_EXCL|O_WRONLY, write, futimens, fchown, fchmod, close — counted
-// by opcode. Every one is the kernel's and none can be negotiated away on
-// Linux 6.18 (docs/performance.md, "Requests per created file"):
+// by opcode: at most 9 a file with passthrough, 11 without. Every one is
+// the kernel's and none can be negotiated away on Linux 6.18
+// (docs/performance.md, "Requests per created file"):
 //
 //   - LOOKUP of the new name: the kernel looks a name up before it creates
 //     it (fuse_atomic_open), and a never-seen name has no negative entry;
@@ -119,8 +120,16 @@ func TestRequestsPerCreatedFile(t *testing.T) {
 	}
 	t.Logf("per file: %.2f requests (%v)", float64(callerRequests(n))/files, n)
 	for op := range keysOf(n, want) {
-		if c, w := n[op], want[op]; !notCallers[op] && (c < w || c > w+revalidations(op, files)) {
-			t.Errorf("%s: %d for %d files, want %d", op, c, files, w)
+		if c, w := n[op], want[op]; !notCallers[op] && c > w+revalidations(op, files) {
+			t.Errorf("%s: %d for %d files, want at most %d", op, c, files, w)
+		}
+	}
+	// A kernel that sends fewer of the kernel's own is welcome; these three
+	// are the caller's system calls, and missing ones would mean the
+	// count is not reading the request log right.
+	for _, op := range []string{"CREATE", "SETATTR", "RELEASE"} {
+		if n[op] < want[op] {
+			t.Errorf("%s: %d for %d files, want %d", op, n[op], files, want[op])
 		}
 	}
 }
