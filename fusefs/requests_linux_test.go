@@ -208,3 +208,41 @@ func futimens(fd int, ts []unix.Timespec) error {
 	}
 	return nil
 }
+
+// With HANDLE_KILLPRIV_V2 the kernel marks a file that has no set-id bit
+// and no capability (S_NOSEC) at its first write and asks nothing more
+// before the next ones until it fetches the file's attributes again; a
+// chown asks every time. Without the capability a mount would get a
+// GETXATTR before every write and a GETATTR before every chown.
+func TestOnlyAFilesFirstWriteAsksForItsCapability(t *testing.T) {
+	var r requests
+	m := mountT(t, counting(&r))
+	p := filepath.Join(m.mnt, "f")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.waitUnmarked()
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.take()
+	for range 5 {
+		if err := writeAll(fd, []byte("0123456789")); err != nil {
+			unix.Close(fd)
+			t.Fatal(err)
+		}
+	}
+	writes := r.take()
+	err = errors.Join(unix.Fchown(fd, 0, 0), unix.Fchown(fd, 0, 0), unix.Close(fd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chowns := r.take()
+	if writes["GETXATTR"] != 1 {
+		t.Errorf("5 writes: %d GETXATTR, want 1 (%v)", writes["GETXATTR"], writes)
+	}
+	if chowns["GETXATTR"] != 2 || chowns["GETATTR"] != 0 {
+		t.Errorf("2 chowns: %d GETXATTR and %d GETATTR, want 2 and 0 (%v)", chowns["GETXATTR"], chowns["GETATTR"], chowns)
+	}
+}
