@@ -119,10 +119,21 @@ func TestRequestsPerCreatedFile(t *testing.T) {
 		want["WRITE"], want["FLUSH"] = files, files
 	}
 	t.Logf("per file: %.2f requests (%v)", float64(callerRequests(n))/files, n)
+	others := 0
 	for op := range keysOf(n, want) {
-		if c, w := n[op], want[op]; !notCallers[op] && c > w+revalidations(op, files) {
+		c, w := n[op], want[op]
+		switch {
+		case notCallers[op]:
+		case w == 0:
+			others += c
+		case c > w+revalidations(op, files):
 			t.Errorf("%s: %d for %d files, want at most %d", op, c, files, w)
 		}
+	}
+	// Another process looking at the mount meanwhile (df, ls) may add a
+	// request or two; a file's own would be one a file.
+	if others > files/10 {
+		t.Errorf("%d requests of other kinds for %d files, want none (%v)", others, files, n)
 	}
 	// A kernel that sends fewer of the kernel's own is welcome; these three
 	// are the caller's system calls, and missing ones would mean the
@@ -149,7 +160,8 @@ func keysOf(a, b map[string]int) map[string]bool {
 // revalidations is how many more requests of op than its files ask for a
 // test tolerates: on a loaded machine the watcher may take a change of the
 // daemon's own for someone else's and make the kernel look a name or a
-// directory up again. Every other opcode is the caller's system calls'.
+// directory up again, and another process may stat the mount. Every other
+// opcode is the caller's system calls'.
 func revalidations(op string, files int) int {
 	if op == "LOOKUP" || op == "GETATTR" {
 		return files / 10
@@ -213,8 +225,11 @@ func futimens(fd int, ts []unix.Timespec) error {
 // and no capability (S_NOSEC) at its first write and asks nothing more
 // before the next ones until it fetches the file's attributes again; a
 // chown asks every time. Without the capability a mount would get a
-// GETXATTR before every write and a GETATTR before every chown.
+// GETXATTR before every write and a GETATTR before every chown. Another
+// process looking at the mount meanwhile (a stat, an ls -l) may add a
+// request or two, never ten.
 func TestOnlyAFilesFirstWriteAsksForItsCapability(t *testing.T) {
+	const n = 10
 	var r requests
 	m := mountT(t, counting(&r))
 	p := filepath.Join(m.mnt, "f")
@@ -226,23 +241,27 @@ func TestOnlyAFilesFirstWriteAsksForItsCapability(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer unix.Close(fd)
 	r.take()
-	for range 5 {
+	for range n {
 		if err := writeAll(fd, []byte("0123456789")); err != nil {
-			unix.Close(fd)
 			t.Fatal(err)
 		}
 	}
 	writes := r.take()
-	err = errors.Join(unix.Fchown(fd, 0, 0), unix.Fchown(fd, 0, 0), unix.Close(fd))
-	if err != nil {
-		t.Fatal(err)
+	for range n {
+		if err := unix.Fchown(fd, 0, 0); err != nil {
+			t.Fatal(err)
+		}
 	}
 	chowns := r.take()
-	if writes["GETXATTR"] != 1 {
-		t.Errorf("5 writes: %d GETXATTR, want 1 (%v)", writes["GETXATTR"], writes)
+	if c := writes["GETXATTR"]; c < 1 || c > 2 {
+		t.Errorf("%d writes: %d GETXATTR, want 1 (%v)", n, c, writes)
 	}
-	if chowns["GETXATTR"] != 2 || chowns["GETATTR"] != 0 {
-		t.Errorf("2 chowns: %d GETXATTR and %d GETATTR, want 2 and 0 (%v)", chowns["GETXATTR"], chowns["GETATTR"], chowns)
+	if c := chowns["GETXATTR"]; c < n || c > n+2 {
+		t.Errorf("%d chowns: %d GETXATTR, want %d (%v)", n, c, n, chowns)
+	}
+	if c := chowns["GETATTR"]; c > 2 {
+		t.Errorf("%d chowns: %d GETATTR, want none (%v)", n, c, chowns)
 	}
 }
