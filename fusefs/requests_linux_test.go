@@ -145,6 +145,13 @@ func TestRequestsPerCreatedFile(t *testing.T) {
 	}
 }
 
+// count returns the requests of opcode op since the last take.
+func (r *requests) count(op string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[op]
+}
+
 // keysOf are the keys of a and b.
 func keysOf(a, b map[string]int) map[string]bool {
 	ops := map[string]bool{}

@@ -38,10 +38,3 @@ func (r *requests) take() map[string]int {
 	r.n = map[string]int{}
 	return n
 }
-
-// count returns the requests of opcode op since the last take.
-func (r *requests) count(op string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.n[op]
-}
