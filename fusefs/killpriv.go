@@ -29,7 +29,9 @@ import (
 // caller is neither in the file's group nor has CAP_FSETID — the kernel's
 // own rule (setattr_should_drop_sgid). File capabilities
 // (security.capability) the kernel still removes itself, with a
-// REMOVEXATTR.
+// REMOVEXATTR, and still asks for before a file's first write and before
+// every chown: the VFS does, whatever FUSE negotiated (docs/performance.md,
+// "Requests per created file").
 
 // killsPriv reports whether the SETATTR in asks the daemon to clear the
 // file's set-id bits afterwards.

@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"bytes"
 	"log"
 	"regexp"
 	"sync"
@@ -11,6 +12,8 @@ import (
 type requests struct {
 	mu sync.Mutex
 	n  map[string]int
+	// keep, if set, says which request lines count.
+	keep func(line []byte) bool
 }
 
 var requestLine = regexp.MustCompile(`rx \d+: (\w+)`)
@@ -18,8 +21,10 @@ var requestLine = regexp.MustCompile(`rx \d+: (\w+)`)
 func (r *requests) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, m := range requestLine.FindAllSubmatch(p, -1) {
-		r.n[string(m[1])]++
+	for _, line := range bytes.Split(p, []byte("\n")) {
+		if m := requestLine.FindSubmatch(line); m != nil && (r.keep == nil || r.keep(line)) {
+			r.n[string(m[1])]++
+		}
 	}
 	return len(p), nil
 }
