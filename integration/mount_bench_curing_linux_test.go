@@ -144,3 +144,18 @@ func mesonBuild(dir string) error {
 	}
 	return nil
 }
+
+// Where the tools to build the C server over io_uring are missing, the
+// benchmark says which, and how to install them, instead of failing.
+func TestCURingToolsSaysWhatIsMissing(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	err := cURingTools()
+	if err == nil {
+		t.Fatal("no tools on PATH, and cURingTools found nothing missing")
+	}
+	for _, want := range []string{"meson", "ninja", "liburing (pkg-config)", "apt-get install"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not name %q", err, want)
+		}
+	}
+}
