@@ -40,11 +40,15 @@ install:
 
 # The test command of docs/development.md and of CI: race detector on, every package;
 # as root the mount is in kernel passthrough mode, so the mount's own tests and
-# the shell-against-tools race run once more without it.
+# the shell-against-tools race run once more without it, and once more over
+# FUSE io_uring (where the kernel offers it: Linux 6.14+, root; skipped,
+# saying why, elsewhere).
 test:
 	$(GO) test -race -count=1 $(PKGS)
 	DSHFS_TEST_PASSTHROUGH=off $(GO) test -race -count=1 ./fusefs
 	DSHFS_TEST_PASSTHROUGH=off $(GO) test -race -count=1 -run 'Concurrent' ./integration
+	DSHFS_TEST_TRANSPORT=uring $(GO) test -race -count=1 ./fusefs
+	DSHFS_TEST_TRANSPORT=uring $(GO) test -race -count=1 -run 'Concurrent' ./integration
 
 s3server:
 	test -x $(VERSITYGW_DIR)/versitygw || (mkdir -p $(VERSITYGW_DIR) && \

@@ -421,7 +421,13 @@ func (f *FS) Invalidate(key string) {
 // invalidateOutside drops what the kernel caches for dir/name after a change
 // made straight into the backing tree: the file's attributes and pages, and
 // for a name that appeared, vanished or moved, the entry and the directory's
-// cached listing. It runs on the watcher's goroutine, under no lock.
+// attributes. The directory's cached listing goes with its attributes: the
+// kernel checks the directory's mtime and version before it lists from the
+// cache, and starts the listing over when either changed. Its pages are
+// kept: the kernel adds to a listing it is caching only at the end of what
+// it has, so pages dropped while it fills them would leave the listing
+// half cached, and every later listing would go to the daemon. It runs on
+// the watcher's goroutine, under no lock.
 func (f *FS) invalidateOutside(dir, name string, entry bool) {
 	parent := f.root.EmbeddedInode()
 	for _, c := range splitKey(dir) {
@@ -434,7 +440,7 @@ func (f *FS) invalidateOutside(dir, name string, entry bool) {
 	}
 	if entry {
 		parent.NotifyEntry(name)
-		parent.NotifyContent(0, 0)
+		parent.NotifyContent(-1, 0)
 	}
 }
 

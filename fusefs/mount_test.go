@@ -19,9 +19,10 @@ import (
 // ways).
 var testNoPassthrough = os.Getenv("DSHFS_TEST_PASSTHROUGH") == "off"
 
-// testURing serves every mount of the package's tests over io_uring where
-// the kernel lets (DSHFS_TEST_TRANSPORT=uring), and over /dev/fuse, saying
-// why, where it does not.
+// testURing serves every mount of the package's tests over io_uring
+// (DSHFS_TEST_TRANSPORT=uring; make test runs the package both ways). Where
+// the kernel does not offer it the tests that mount are skipped, saying
+// why; a mount served over /dev/fuse after all fails its test.
 var testURing = os.Getenv("DSHFS_TEST_TRANSPORT") == "uring"
 
 func TestMain(m *testing.M) {
@@ -66,6 +67,11 @@ func mountWith(t *testing.T, prep func(backing string), opts ...func(*Options)) 
 // mountAt is mountWith over the backing directory given.
 func mountAt(t *testing.T, backing string, prep func(backing string), opts ...func(*Options)) *mounted {
 	t.Helper()
+	if testURing {
+		if why := uringUnoffered(); why != "" {
+			t.Skipf("DSHFS_TEST_TRANSPORT=uring: %s", why)
+		}
+	}
 	m := &mounted{t: t, backing: backing, mnt: filepath.Join(t.TempDir(), "mnt")}
 	if err := os.Mkdir(m.mnt, 0o755); err != nil {
 		t.Fatal(err)
@@ -95,9 +101,6 @@ func mountAt(t *testing.T, backing string, prep func(backing string), opts ...fu
 		t.Fatal(err)
 	}
 	m.fs = fsys
-	if name, why := fsys.Transport(); o.IOUring && why != "" {
-		t.Logf("served over %s: %s", name, why)
-	}
 	t.Cleanup(func() {
 		if err := fsys.Unmount(); err != nil {
 			t.Errorf("unmount: %v", err)
@@ -109,7 +112,20 @@ func mountAt(t *testing.T, backing string, prep func(backing string), opts ...fu
 			t.Errorf("%s is still mounted", m.mnt)
 		}
 	})
+	m.checkTransport(o)
 	return m
+}
+
+// checkTransport fails a test run over io_uring whose mount the kernel
+// serves over /dev/fuse: the run would pass without testing the transport.
+func (m *mounted) checkTransport(o Options) {
+	name, why := m.fs.Transport()
+	switch {
+	case testURing && o.IOUring && !o.uringRefused && name != "io_uring":
+		m.t.Fatalf("DSHFS_TEST_TRANSPORT=uring, but served over %s: %s", name, why)
+	case o.IOUring && why != "":
+		m.t.Logf("served over %s: %s", name, why)
+	}
 }
 
 // waitUnmarked waits, up to 2 s, for the store's dirty marks to clear: the

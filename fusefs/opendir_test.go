@@ -115,3 +115,69 @@ func TestDirectoryListings(t *testing.T) {
 		t.Fatalf("a name removed from the backing directory is still listed after 5 s")
 	}
 }
+
+// A change behind the mount's back while the kernel is part-way through
+// caching a listing must not leave the directory uncached for good: the
+// kernel adds to a listing it caches only at the end of what it has, and
+// never starts over on a listing it has not finished, so dropping the
+// pages it has filled, mid-fill, would make every later listing go to the
+// daemon again. The listing that follows shows the change, and the next
+// ones come from the cache.
+func TestListingCachedAfterAChangeMidListing(t *testing.T) {
+	ops := &opcodes{n: map[string]int{}}
+	m := mountT(t, func(o *Options) { o.Debug, o.DebugLog = true, log.New(ops, "", 0) })
+	dir := filepath.Join(m.mnt, "big")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 500 { // about 20 READDIRPLUS replies
+		want = append(want, fmt.Sprintf("%04d-%s", i, strings.Repeat("n", 100)))
+		if err := os.WriteFile(filepath.Join(dir, want[i]), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An old mtime, so that the change's differs from it however coarse
+	// the backing filesystem's timestamps.
+	old := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(dir, old, old); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.ReadDir(10); err != nil { // one getdents: the kernel caches its first pages
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(m.backing, "big", "zz-behind"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The watcher's invalidation shows as the directory's new mtime.
+	if !testfuse.WaitFor(10*time.Second, func() bool {
+		st, err := os.Stat(dir)
+		return err == nil && !st.ModTime().Equal(old)
+	}) {
+		t.Fatal("the mount does not show the directory's new mtime after 10 s")
+	}
+	if _, err := f.ReadDir(-1); err != nil { // the rest of the listing the kernel was caching
+		t.Fatal(err)
+	}
+	want = append(want, "zz-behind")
+	if got := listNames(t, dir); !slices.Equal(got, want) {
+		t.Fatalf("listing after the change has %d names, want %d", len(got), len(want))
+	}
+	var last map[string]int
+	cached := testfuse.WaitFor(10*time.Second, func() bool {
+		ops.take()
+		if got := listNames(t, dir); !slices.Equal(got, want) {
+			t.Fatalf("listing differs: %d names", len(got))
+		}
+		last = ops.take()
+		return last["READDIRPLUS"]+last["READDIR"] == 0
+	})
+	if !cached {
+		t.Errorf("listings still sent requests after 10 s: %v", last)
+	}
+}

@@ -22,6 +22,18 @@ func keepURingParam() func() {
 	}
 }
 
+// uringUnoffered says why no mount of this process can be served over
+// io_uring, changing nothing: "" where a root daemon may switch it on.
+func uringUnoffered() string {
+	if os.Geteuid() != 0 {
+		return "io_uring needs a root daemon"
+	}
+	if _, err := os.Stat(enableURingParam); err != nil {
+		return "the kernel has no FUSE over io_uring (Linux 6.14+, CONFIG_FUSE_IO_URING)"
+	}
+	return ""
+}
+
 // uringMountT mounts over io_uring, restoring enable_uring at cleanup, and
 // skips (saying why) where the kernel serves the mount over /dev/fuse.
 func uringMountT(t *testing.T, opts ...func(*Options)) *mounted {

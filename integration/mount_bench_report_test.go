@@ -37,7 +37,7 @@ func section(sb *strings.Builder, title string, table func(io.Writer)) {
 	tw.Flush()
 }
 
-var benchSystemNames = []string{sysNative, sysDshfs, sysDshfsNoP, sysC, sysGoFuse}
+var benchSystemNames = []string{sysNative, sysDshfs, sysDshfsNoP, sysC, sysGoFuse, sysCURing}
 
 func header(w io.Writer, first string, cols []string) {
 	fmt.Fprintf(w, "%s\t%s\t\n", first, strings.Join(cols, "\t"))
@@ -70,7 +70,8 @@ func timesTable(w io.Writer, res results) {
 // The ratios printed: each system against native, the dshfs mounts
 // against both loopbacks.
 var ratioPairs = [][2]string{{sysDshfs, sysNative}, {sysDshfsNoP, sysNative}, {sysC, sysNative}, {sysGoFuse, sysNative},
-	{sysDshfs, sysC}, {sysDshfsNoP, sysC}, {sysDshfs, sysGoFuse}, {sysDshfsNoP, sysGoFuse}}
+	{sysCURing, sysNative}, {sysDshfs, sysC}, {sysDshfsNoP, sysC}, {sysDshfs, sysGoFuse}, {sysDshfsNoP, sysGoFuse},
+	{sysDshfs, sysCURing}, {sysDshfsNoP, sysCURing}}
 
 func ratiosTable(w io.Writer, res results) {
 	cols := make([]string, len(ratioPairs))

@@ -35,23 +35,36 @@ const (
 	sysDshfs    = "dshfs"
 	sysDshfsNoP = "dshfs-nopt"
 	sysC        = "c-loopback"
+	sysCURing   = "c-uring" // libfuse's passthrough_hp -o io_uring
 	sysGoFuse   = "gofuse-loopback"
 )
 
 func benchSystems(b *testing.B, tools string) []benchSystem {
 	cLoop, goLoop := buildCLoopback(b, tools), buildGoLoopback(b, tools)
-	return []benchSystem{
+	systems := []benchSystem{
 		{name: sysNative},
 		{name: sysDshfs, command: dshfsCommand(false)},
 		{name: sysDshfsNoP, command: dshfsCommand(true)},
-		{name: sysC, command: func(backing, mnt string, debug bool) *exec.Cmd {
-			args := []string{"-f", "-o", "source=" + backing + ",cache=always,timeout=30", mnt}
-			return exec.Command(cLoop, append(debugArg(debug, "-d"), args...)...)
-		}},
+		{name: sysC, command: cLoopbackCommand(cLoop)},
 		{name: sysGoFuse, command: func(backing, mnt string, debug bool) *exec.Cmd {
 			args := append(debugArg(debug, "-debug"), "-q", "-directmount", mnt, backing)
 			return exec.Command(goLoop, args...)
 		}},
+	}
+	cURing, why := cURingSystem(b)
+	if why != "" {
+		b.Logf("%s left out: %s", sysCURing, why)
+		return systems
+	}
+	return append(systems, cURing)
+}
+
+// cLoopbackCommand is libfuse's passthrough_ll at bin, caching as the
+// kernel lets it.
+func cLoopbackCommand(bin string) func(backing, mnt string, debug bool) *exec.Cmd {
+	return func(backing, mnt string, debug bool) *exec.Cmd {
+		args := []string{"-f", "-o", "source=" + backing + ",cache=always,timeout=30", mnt}
+		return exec.Command(bin, append(debugArg(debug, "-d"), args...)...)
 	}
 }
 

@@ -34,6 +34,8 @@ type workspace struct {
 func mountWorkspace(t *testing.T) *workspace {
 	t.Helper()
 	testfuse.Require(t)
+	opts := fusefs.Options{NoPassthrough: os.Getenv("DSHFS_TEST_PASSTHROUGH") == "off"}
+	transportOptions(t, &opts)
 	w := &workspace{t: t, backing: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
 	if err := os.Mkdir(w.mnt, 0o755); err != nil {
 		t.Fatal(err)
@@ -54,7 +56,7 @@ func mountWorkspace(t *testing.T) *workspace {
 	if w.svc, err = toolapi.New(w.store, pol, toolapi.Config{MountPoint: w.mnt}); err != nil {
 		t.Fatal(err)
 	}
-	if w.fs, err = fusefs.Mount(w.mnt, w.store, fusefs.Options{NoPassthrough: os.Getenv("DSHFS_TEST_PASSTHROUGH") == "off"}); err != nil {
+	if w.fs, err = fusefs.Mount(w.mnt, w.store, opts); err != nil {
 		w.store.Close()
 		t.Fatal(err)
 	}
@@ -69,6 +71,7 @@ func mountWorkspace(t *testing.T) *workspace {
 			t.Errorf("%s is still mounted", w.mnt)
 		}
 	})
+	checkTransport(t, w.fs, opts)
 	return w
 }
 

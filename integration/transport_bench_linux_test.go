@@ -21,12 +21,13 @@ const (
 
 // BenchmarkTransport extracts the tar of BenchmarkMount (12,000 files of
 // 2 KiB) through dshfs over /dev/fuse and over io_uring (mount --io-uring),
-// with passthrough and without, in rotated order for DSHFS_BENCH_ROUNDS
-// rounds, and prints each one's median time, daemon CPU a file and, from a
-// separate pass with request logging on, requests a file, with the ratios
-// of io_uring to /dev/fuse in the same rounds. It needs root, /dev/fuse
-// and a kernel with FUSE over io_uring; it restores the fuse module's
-// enable_uring as it found it.
+// with passthrough and without, and through libfuse's C servers over each
+// (passthrough_ll, passthrough_hp -o io_uring), in rotated order for
+// DSHFS_BENCH_ROUNDS rounds, and prints each one's median time, daemon CPU
+// a file and, from a separate pass with request logging on, requests a
+// file, with the ratios of io_uring to /dev/fuse in the same rounds. It
+// needs root, /dev/fuse and a kernel with FUSE over io_uring; it restores
+// the fuse module's enable_uring as it found it.
 func BenchmarkTransport(b *testing.B) {
 	if _, err := os.Stat("/dev/fuse"); err != nil || os.Geteuid() != 0 {
 		b.Skip("needs /dev/fuse and root")
@@ -42,6 +43,7 @@ func BenchmarkTransport(b *testing.B) {
 		{name: sysDshfsNoP, command: dshfsCommand(true)},
 		{name: sysDshfsURingNoP, command: dshfsURingCommand(true)},
 	}
+	systems = append(systems, cServers(b)...)
 	fx := &fixtures{tree: filepath.Join(b.TempDir(), "tree.tar"), env: os.Environ()}
 	must(b, makeTree(fx.tree, extractFiles, extractFiles/50, func(*rand.Rand) int { return 2048 }))
 	for b.Loop() {
@@ -83,8 +85,11 @@ func measureExtract(b *testing.B, fx *fixtures, sys benchSystem, debug *opCounte
 		s = s.restart(b, sys, nil)
 	}
 	defer s.stop()
-	if got := transportOf(b, b.TempDir(), s.dir); strings.Contains(sys.name, "uring") != strings.HasPrefix(got, "io_uring") {
-		b.Fatalf("%s is served over %s", sys.name, got)
+	// (c-uring's transport is checked once, by checkURingServer)
+	if strings.HasPrefix(sys.name, sysDshfs) {
+		if got := transportOf(b, b.TempDir(), s.dir); strings.Contains(sys.name, "uring") != strings.HasPrefix(got, "io_uring") {
+			b.Fatalf("%s is served over %s", sys.name, got)
+		}
 	}
 	w := workloads[0]
 	w.prep(b, fx, s.dir)
@@ -108,5 +113,22 @@ func transportReport(res results, counts requests, systems []benchSystem) string
 	tw.Flush()
 	fmt.Fprintf(&sb, "io_uring / /dev/fuse, same rounds: passthrough %.2f×, no passthrough %.2f×\n",
 		res.ratio(sysDshfsURing, sysDshfs, wExtract), res.ratio(sysDshfsURingNoP, sysDshfsNoP, wExtract))
+	if res[sysCURing] != nil {
+		fmt.Fprintf(&sb, "C servers, io_uring (passthrough_hp) / /dev/fuse (passthrough_ll): %.2f×; dshfs ÷ C over io_uring: %.2f×, over /dev/fuse: %.2f×\n",
+			res.ratio(sysCURing, sysC, wExtract), res.ratio(sysDshfsURing, sysCURing, wExtract), res.ratio(sysDshfs, sysC, wExtract))
+	}
 	return sb.String()
+}
+
+// cServers are libfuse's C loopbacks: passthrough_ll over /dev/fuse and,
+// where it can be built and served, passthrough_hp over io_uring.
+func cServers(b *testing.B) []benchSystem {
+	cLoop := buildCLoopback(b, b.TempDir())
+	systems := []benchSystem{{name: sysC, command: cLoopbackCommand(cLoop)}}
+	cURing, why := cURingSystem(b)
+	if why != "" {
+		b.Logf("%s left out: %s", sysCURing, why)
+		return systems
+	}
+	return append(systems, cURing)
 }

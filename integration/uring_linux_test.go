@@ -18,22 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const enableURing = "/sys/module/fuse/parameters/enable_uring"
-
-// keepURingParam puts the fuse module's enable_uring back as it was at
-// cleanup: mount --io-uring switches it on for the machine.
-func keepURingParam(t testing.TB) {
-	was, err := os.ReadFile(enableURing)
-	if err != nil {
-		return
-	}
-	t.Cleanup(func() {
-		if now, err := os.ReadFile(enableURing); err == nil && !bytes.Equal(now, was) {
-			os.WriteFile(enableURing, bytes.TrimSpace(was), 0)
-		}
-	})
-}
-
 // A daemon killed (SIGKILL) in the middle of an extraction through its
 // mount, with requests on its rings, leaves no process stuck: the
 // extraction fails (the connection is gone) and ends. Over io_uring where

@@ -15,7 +15,8 @@
 #
 # Another mode is one more invocation with other options, e.g.
 # `run.sh dshfs --no-passthrough` (as root the mount is in kernel passthrough
-# mode unless told not to be).
+# mode unless told not to be) or `run.sh dshfs --io-uring` (the transport is
+# printed; the fuse module's enable_uring is left as found).
 #
 # pjdfstest is built once with autotools (autoconf, automake, libtool, gcc;
 # Debian: apt-get install -y autoconf automake libtool) into
@@ -74,6 +75,10 @@ src=$cache/src
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dshfs-pjdfstest.XXXXXX")
 chmod 0755 "$tmp" # the suite's other uids only need to reach the test directory
 mnt=$tmp/mnt
+# `--io-uring` switches the fuse module's enable_uring on for the machine:
+# it is put back as found at the end.
+uring_param=/sys/module/fuse/parameters/enable_uring
+uring_was=$(cat "$uring_param" 2>/dev/null || true)
 cleanup() {
 	if [ "$mode" = branch ] && mountpoint -q "$mnt@pjdfstest" 2>/dev/null; then
 		XDG_STATE_HOME=$tmp/state "$tmp/bin/dshfs" branch drop --force --mount "$mnt" pjdfstest >/dev/null 2>&1 || true
@@ -84,6 +89,9 @@ cleanup() {
 	fi
 	if [ -n "${results:-}" ] && [ -d "$tmp/state" ]; then
 		find "$tmp/state" -name dshfs.log -exec cp {} "$results/dshfs.log" \; 2>/dev/null || true
+	fi
+	if [ -n "$uring_was" ] && [ "$(cat "$uring_param")" != "$uring_was" ]; then
+		echo "$uring_was" >"$uring_param" || true
 	fi
 	if mountpoint -q "$mnt" 2>/dev/null || mountpoint -q "$mnt@pjdfstest" 2>/dev/null; then
 		echo "pjdfstest: $mnt or $mnt@pjdfstest is still mounted; left $tmp" >&2
@@ -133,6 +141,9 @@ if [ "$mode" != native ]; then
 	XDG_STATE_HOME=$tmp/state "$tmp/bin/dshfs" mount "${allow[@]}" "$@" "$tmp/backing" "$mnt" >/dev/null
 	dir=$mnt
 	desc="dshfs mount${allow[*]:+ ${allow[*]}}${*:+ $*}"
+	# what carries the requests, when not /dev/fuse as by default
+	transport=$(XDG_STATE_HOME=$tmp/state "$tmp/bin/dshfs" status "$mnt" 2>/dev/null | grep -F ': requests over ' || true)
+	[ -z "$transport" ] || desc="$desc (${transport#"$mnt: "})"
 	if [ "$mode" = branch ]; then
 		# (its note on --allow-other goes to stderr)
 		dir=$(XDG_STATE_HOME=$tmp/state "$tmp/bin/dshfs" branch new --mount "$mnt" pjdfstest) &&
