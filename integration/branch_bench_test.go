@@ -1,0 +1,246 @@
+//go:build linux
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dshfs/dshfs/internal/testfuse"
+	unixsocket "github.com/dshfs/dshfs/unix-socket"
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkBranch measures branches (docs/branches.md) against what users
+// do without them, every figure a ratio within one run:
+//
+//   - New: `branch new` of a 10,000-file git repository (a p50 over
+//     branchNewRuns, through the socket) against `git worktree add` of the
+//     same repository natively, in time and in bytes (`du -sbx` of the new
+//     worktree and its administrative directory, of the branch's state);
+//   - Walk: warm `git status`, `find` and `cat` of every file in a branch
+//     against the workspace mount, three rounds alternating;
+//   - CopyUp (branch_copyup_bench_test.go): a 1-byte append to a 100 MiB
+//     file through a branch on a loop-mounted XFS image with reflink,
+//     against `cp` of it with and without reflink there.
+//
+// Run it with `go test ./integration -run '^$' -bench Branch -benchtime 1x`;
+// it needs root and /dev/fuse (and mkfs.xfs for CopyUp).
+func BenchmarkBranch(b *testing.B) {
+	testfuse.Require(b)
+	if os.Geteuid() != 0 {
+		b.Skip("a benchmark of branches needs root: it loop-mounts an XFS image and compares mounts served with passthrough")
+	}
+	b.Run("New", func(b *testing.B) {
+		ws := newBranchBenchWS(b, repoFiles)
+		for b.Loop() {
+			benchBranchNew(b, ws)
+		}
+	})
+	b.Run("Walk", func(b *testing.B) {
+		ws := newBranchBenchWS(b, repoFiles)
+		for b.Loop() {
+			benchBranchWalk(b, ws)
+		}
+	})
+	b.Run("CopyUp", func(b *testing.B) {
+		for b.Loop() {
+			benchBranchCopyUp(b)
+		}
+	})
+}
+
+const branchNewRuns = 11
+
+// branchBenchWS is a workspace mounted by the binary, with its own state
+// directory, over a git repository of files of 1 to 3 KiB in directories
+// of 50, committed natively before the mount and checkpointed through it.
+type branchBenchWS struct {
+	work, backing, mnt, state string
+	env                       []string
+	branches                  []string
+}
+
+func newBranchBenchWS(b *testing.B, files int) *branchBenchWS {
+	ws := &branchBenchWS{work: b.TempDir()}
+	ws.backing, ws.mnt, ws.state = filepath.Join(ws.work, "repo"), filepath.Join(ws.work, "mnt"), filepath.Join(ws.work, "state")
+	ws.env = benchEnv(ws.work, "")
+	archive := filepath.Join(ws.work, "tree.tar")
+	must(b, makeTree(archive, files, files/50, oneToThreeKiB))
+	for _, d := range []string{ws.backing, ws.mnt, ws.state} {
+		must(b, os.Mkdir(d, 0o755))
+	}
+	ws.git(b, ws.backing, "tar", "-xf", archive)
+	ws.git(b, ws.backing, "git", "init", "-q")
+	ws.git(b, ws.backing, "git", "add", "-A")
+	ws.git(b, ws.backing, "git", "commit", "-qm", "tree")
+	ws.git(b, ws.backing, "git", "gc", "-q")
+	ws.mount(b)
+	if out, code := dshfs(b, ws.state, "checkpoint", "--mount", ws.mnt, "base"); code != 0 {
+		b.Fatalf("checkpoint: %s", out)
+	}
+	return ws
+}
+
+// mount mounts the workspace and, at cleanup, drops its branches and
+// unmounts it, even when the benchmark failed.
+func (ws *branchBenchWS) mount(b *testing.B) {
+	if out, code := dshfs(b, ws.state, "mount", ws.backing, ws.mnt); code != 0 {
+		b.Fatalf("mount: %s", out)
+	}
+	b.Cleanup(func() {
+		for _, name := range ws.branches {
+			dshfs(b, ws.state, "branch", "drop", "--force", "--mount", ws.mnt, name)
+		}
+		dshfs(b, ws.state, "unmount", ws.mnt)
+		unix.Unmount(ws.mnt, mntDetach)
+		waitDaemonsGone(b, ws.state)
+	})
+}
+
+// git runs a program in dir with a private git configuration.
+func (ws *branchBenchWS) git(b *testing.B, dir, name string, args ...string) {
+	b.Helper()
+	cmd := inDir(dir, name, args...)
+	cmd.Env = ws.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%s %v in %s: %v\n%s", name, args, dir, err, out)
+	}
+}
+
+func (ws *branchBenchWS) timedGit(b *testing.B, dir, name string, args ...string) time.Duration {
+	b.Helper()
+	start := time.Now()
+	ws.git(b, dir, name, args...)
+	return time.Since(start)
+}
+
+func (ws *branchBenchWS) client(b *testing.B) *unixsocket.Client {
+	socket, _ := filepath.Glob(filepath.Join(ws.state, "dshfs", "*", "dshfs.sock"))
+	if len(socket) != 1 {
+		b.Fatalf("the workspace's socket: found %v", socket)
+	}
+	return unixsocket.NewClient(socket[0])
+}
+
+// newBranch makes a branch through the socket and returns its mount point
+// and how long the daemon took.
+func (ws *branchBenchWS) newBranch(b *testing.B, name string) (string, time.Duration) {
+	b.Helper()
+	start := time.Now()
+	info, err := ws.client(b).NewBranch(context.Background(), name, "")
+	d := time.Since(start)
+	if err != nil {
+		b.Fatalf("branch new %s: %v", name, err)
+	}
+	ws.branches = append(ws.branches, name)
+	return info.MountPoint, d
+}
+
+// branchDir is a branch's directory in the state directory.
+func (ws *branchBenchWS) branchDir(b *testing.B, name string) string {
+	dirs, _ := filepath.Glob(filepath.Join(ws.state, "dshfs", "*", "branches", name))
+	if len(dirs) != 1 {
+		b.Fatalf("the directory of branch %s: found %v", name, dirs)
+	}
+	return dirs[0]
+}
+
+// benchBranchNew times branch new against git worktree add of a native
+// clone of the same repository, and compares the bytes each makes.
+func benchBranchNew(b *testing.B, ws *branchBenchWS) {
+	native := filepath.Join(ws.work, "native")
+	ws.git(b, ws.work, "git", "clone", "-q", "--no-hardlinks", ws.backing, native)
+	var branch, worktree []time.Duration
+	var branchBytes, worktreeBytes int64
+	for i := range branchNewRuns {
+		name := fmt.Sprintf("n%d", i)
+		_, d := ws.newBranch(b, name)
+		branch = append(branch, d)
+		branchBytes = duBytes(b, ws.branchDir(b, name))
+		if i < branchNewRuns/2 {
+			wt := filepath.Join(ws.work, "wt"+name)
+			worktree = append(worktree, ws.timedGit(b, native, "git", "worktree", "add", "-q", "--detach", wt))
+			worktreeBytes = duBytes(b, wt) + duBytes(b, filepath.Join(native, ".git", "worktrees", "wt"+name))
+		}
+	}
+	pb, pw := medianDuration(branch), medianDuration(worktree)
+	fmt.Printf("branch new of a %d-file git repository, p50 of %d: %v (runs %v), %d bytes; git worktree add, p50 of %d: %v (runs %v), %d bytes; time %.3f×, bytes %.4f×\n",
+		repoFiles, len(branch), pb, roundAll(branch), branchBytes, len(worktree), pw, roundAll(worktree), worktreeBytes,
+		float64(pb)/float64(pw), float64(branchBytes)/float64(worktreeBytes))
+	b.ReportMetric(float64(pb.Microseconds())/1000, "new-ms")
+	b.ReportMetric(float64(pw.Microseconds())/1000, "worktree-ms")
+	b.ReportMetric(float64(branchBytes), "new-bytes")
+	b.ReportMetric(float64(worktreeBytes), "worktree-bytes")
+}
+
+// duBytes is `du -sbx` of dir: the bytes of its files and directories on
+// its own filesystem (a branch's mounted view is not counted).
+func duBytes(b *testing.B, dir string) int64 {
+	b.Helper()
+	out, err := exec.Command("du", "-sbx", dir).Output()
+	if err != nil {
+		b.Fatalf("du -sbx %s: %v", dir, err)
+	}
+	n, err := strconv.ParseInt(strings.Fields(string(out))[0], 10, 64)
+	must(b, err)
+	return n
+}
+
+func roundAll(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(time.Millisecond / 10)
+	}
+	return out
+}
+
+// A walk is a warm read-only workload, run in the root of a repository.
+type walk struct {
+	name string
+	args []string
+}
+
+var walks = []walk{
+	{"git status", []string{"git", "status", "--porcelain"}},
+	{"find", []string{"find", ".", "-type", "f"}},
+	{"cat", []string{"sh", "-c", "find . -path ./.git -prune -o -type f -print0 | xargs -0 cat >/dev/null"}},
+}
+
+// benchBranchWalk runs each walk once untimed in the workspace and in a
+// branch of it, then three rounds alternating, and prints each time.
+func benchBranchWalk(b *testing.B, ws *branchBenchWS) {
+	br, _ := ws.newBranch(b, fmt.Sprintf("w%d", len(ws.branches)))
+	dirs := []string{ws.mnt, br}
+	for _, w := range walks {
+		for _, dir := range dirs {
+			ws.git(b, dir, w.args[0], w.args[1:]...)
+		}
+	}
+	const rounds = 3
+	times := map[string][2][]time.Duration{}
+	for range rounds {
+		for _, w := range walks {
+			t := times[w.name]
+			for i, dir := range dirs {
+				t[i] = append(t[i], ws.timedGit(b, dir, w.args[0], w.args[1:]...))
+			}
+			times[w.name] = t
+		}
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("warm walks of a %d-file git repository, %d rounds alternating (load average %s):\n", repoFiles, rounds, strings.Join(strings.Fields(string(load))[:3], " "))
+	for _, w := range walks {
+		t := times[w.name]
+		ratio := float64(medianDuration(t[1])) / float64(medianDuration(t[0]))
+		fmt.Printf("  %-10s workspace %v, branch %v, branch/workspace (medians) %.2f×\n", w.name, roundAll(t[0]), roundAll(t[1]), ratio)
+		b.ReportMetric(ratio, strings.ReplaceAll(w.name, " ", "-")+"-x")
+	}
+}
