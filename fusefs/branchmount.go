@@ -1,0 +1,64 @@
+package fusefs
+
+import (
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// viewCacheTimeout is how long the kernel may trust a branch view's
+// entries and attributes. Nothing but the branch's own mount changes the
+// view, through the view's mount, where the kernel sees each change: the
+// snapshot below it does not change (a file the workspace changes after
+// the branch point is served from its bytes then, the same as before).
+// The branch's mount over the view trusts its own caches as long
+// (daemon/branches.go); with 1 s here, every open through the branch's
+// mount of a file last looked up more than a second before crossed the
+// view twice (a LOOKUP, then the OPEN).
+var viewCacheTimeout = 30 * time.Second
+
+// mountView serves root, a branch view's root node, at mnt.
+func mountView(mnt string, root fs.InodeEmbedder, debug bool) (*fuse.Server, error) {
+	timeout, zero := viewCacheTimeout, time.Duration(0)
+	opts := &fs.Options{EntryTimeout: &timeout, AttrTimeout: &timeout, NegativeTimeout: &zero, NullPermissions: true}
+	opts.MountOptions = fuse.MountOptions{FsName: "dshfs-branch", Name: "dshfs-branch", DirectMount: os.Geteuid() == 0,
+		Options: []string{"default_permissions"}, MaxWrite: 1 << 20, Debug: debug,
+		// A passthrough open and one through the daemon may not share an
+		// inode (the kernel answers EIO), and a copy-up changes the file
+		// under a node: every read and write goes through the daemon.
+		DisabledCapabilities: fuse.CAP_PASSTHROUGH}
+	server, err := fuse.NewServer(viewOpens{fs.NewNodeFS(root, opts)}, mnt, &opts.MountOptions)
+	if err != nil {
+		return nil, err
+	}
+	go server.Serve()
+	if err := server.WaitMount(); err != nil {
+		return nil, err // as fs.Mount: a mount that failed ends its loop
+	}
+	return server, nil
+}
+
+// viewOpens answers a view's read-only opens with FOPEN_NOFLUSH: such a
+// handle wrote nothing, so its close has nothing to flush, and the branch's
+// mount, which closes a view file at every release, does not wait for a
+// FLUSH round trip each time.
+type viewOpens struct {
+	fuse.RawFileSystem
+}
+
+func (v viewOpens) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	st := v.RawFileSystem.Open(cancel, in, out)
+	if st == fuse.OK && readOnlyOpen(in.Flags) {
+		out.OpenFlags |= fuse.FOPEN_NOFLUSH
+	}
+	return st
+}
+
+// readOnlyOpen reports whether an open with flags neither writes nor
+// truncates.
+func readOnlyOpen(flags uint32) bool {
+	return flags&syscall.O_ACCMODE == syscall.O_RDONLY && flags&syscall.O_TRUNC == 0
+}
