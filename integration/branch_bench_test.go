@@ -24,7 +24,8 @@ import (
 //   - New: `branch new` of a 10,000-file git repository (a p50 over
 //     branchNewRuns, through the socket) against `git worktree add` of the
 //     same repository natively, in time and in bytes (`du -sbx` of the new
-//     worktree and its administrative directory, of the branch's state);
+//     worktree and its administrative directory, of the branch's state),
+//     and the same at 100,000 files;
 //   - Walk: warm `git status`, `find` and `cat` of every file in a branch
 //     against the workspace mount, three rounds alternating;
 //   - CopyUp (branch_copyup_bench_test.go): a 1-byte append to a 100 MiB
@@ -39,9 +40,8 @@ func BenchmarkBranch(b *testing.B) {
 		b.Skip("a benchmark of branches needs root: it loop-mounts an XFS image and compares mounts served with passthrough")
 	}
 	b.Run("New", func(b *testing.B) {
-		ws := newBranchBenchWS(b, repoFiles)
 		for b.Loop() {
-			benchBranchNew(b, ws)
+			benchBranchNew(b)
 		}
 	})
 	b.Run("Walk", func(b *testing.B) {
@@ -153,32 +153,45 @@ func (ws *branchBenchWS) branchDir(b *testing.B, name string) string {
 	return dirs[0]
 }
 
-// benchBranchNew times branch new against git worktree add of a native
-// clone of the same repository, and compares the bytes each makes.
-func benchBranchNew(b *testing.B, ws *branchBenchWS) {
+// benchBranchNew times branch new on repositories of repoFiles and ten
+// times as many files, each against git worktree add of a native clone of
+// the same repository, and compares the bytes each makes.
+func benchBranchNew(b *testing.B) {
+	var p50 []time.Duration
+	for _, files := range []int{repoFiles, 10 * repoFiles} {
+		ws := newBranchBenchWS(b, files)
+		p50 = append(p50, ws.timeBranchNew(b, files))
+	}
+	fmt.Printf("branch new, p50 at %d files / at %d files: %.2f×\n", 10*repoFiles, repoFiles, float64(p50[1])/float64(p50[0]))
+	b.ReportMetric(float64(p50[0].Microseconds())/1000, "new-ms")
+	b.ReportMetric(float64(p50[1])/float64(p50[0]), "new-100k/10k-x")
+}
+
+// timeBranchNew makes branchNewRuns branches, the first half of them each
+// after a git worktree add, prints the figures and returns the branches'
+// p50.
+func (ws *branchBenchWS) timeBranchNew(b *testing.B, files int) time.Duration {
 	native := filepath.Join(ws.work, "native")
 	ws.git(b, ws.work, "git", "clone", "-q", "--no-hardlinks", ws.backing, native)
 	var branch, worktree []time.Duration
 	var branchBytes, worktreeBytes int64
 	for i := range branchNewRuns {
 		name := fmt.Sprintf("n%d", i)
-		_, d := ws.newBranch(b, name)
-		branch = append(branch, d)
-		branchBytes = duBytes(b, ws.branchDir(b, name))
 		if i < branchNewRuns/2 {
 			wt := filepath.Join(ws.work, "wt"+name)
 			worktree = append(worktree, ws.timedGit(b, native, "git", "worktree", "add", "-q", "--detach", wt))
 			worktreeBytes = duBytes(b, wt) + duBytes(b, filepath.Join(native, ".git", "worktrees", "wt"+name))
 		}
+		_, d := ws.newBranch(b, name)
+		branch = append(branch, d)
+		branchBytes = duBytes(b, ws.branchDir(b, name))
 	}
 	pb, pw := medianDuration(branch), medianDuration(worktree)
-	fmt.Printf("branch new of a %d-file git repository, p50 of %d: %v (runs %v), %d bytes; git worktree add, p50 of %d: %v (runs %v), %d bytes; time %.3f×, bytes %.4f×\n",
-		repoFiles, len(branch), pb, roundAll(branch), branchBytes, len(worktree), pw, roundAll(worktree), worktreeBytes,
-		float64(pb)/float64(pw), float64(branchBytes)/float64(worktreeBytes))
-	b.ReportMetric(float64(pb.Microseconds())/1000, "new-ms")
-	b.ReportMetric(float64(pw.Microseconds())/1000, "worktree-ms")
-	b.ReportMetric(float64(branchBytes), "new-bytes")
-	b.ReportMetric(float64(worktreeBytes), "worktree-bytes")
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("branch new of a %d-file git repository, p50 of %d: %v (runs %v), %d bytes; git worktree add, p50 of %d: %v (runs %v), %d bytes; time %.3f×, bytes %.4f× (load average %s)\n",
+		files, len(branch), pb, roundAll(branch), branchBytes, len(worktree), pw, roundAll(worktree), worktreeBytes,
+		float64(pb)/float64(pw), float64(branchBytes)/float64(worktreeBytes), strings.Join(strings.Fields(string(load))[:3], " "))
+	return pb
 }
 
 // duBytes is `du -sbx` of dir: the bytes of its files and directories on
