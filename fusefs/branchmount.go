@@ -9,23 +9,25 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// viewCacheTimeout is how long the kernel may trust a branch view's
-// entries and attributes. Nothing but the branch's own mount changes the
-// view, through the view's mount, where the kernel sees each change: the
-// snapshot below it does not change (a file the workspace changes after
-// the branch point is served from its bytes then, the same as before).
-// The branch's mount over the view trusts its own caches as long
-// (daemon/branches.go); with 1 s here, every open through the branch's
-// mount of a file last looked up more than a second before crossed the
-// view twice (a LOOKUP, then the OPEN).
-var viewCacheTimeout = 30 * time.Second
+// defaultViewCacheTimeout is how long the kernel may trust a branch
+// view's entries and attributes, unless told otherwise. Nothing but the
+// branch's own mount changes the view, through the view's mount, where
+// the kernel sees each change: the snapshot below it does not change (a
+// file the workspace changes after the branch point is served from its
+// bytes then, the same as before). With 1 s, every open through the
+// branch's mount of a file last looked up more than a second before
+// crossed the view twice (a LOOKUP, then the OPEN).
+const defaultViewCacheTimeout = 30 * time.Second
 
 // mountView serves root, a branch view's root node, at mnt.
-func mountView(mnt string, root fs.InodeEmbedder, debug bool) (*fuse.Server, error) {
-	timeout, zero := viewCacheTimeout, time.Duration(0)
+func mountView(mnt string, root fs.InodeEmbedder, o BranchViewOptions) (*fuse.Server, error) {
+	timeout, zero := o.CacheTimeout, time.Duration(0)
+	if timeout == 0 {
+		timeout = defaultViewCacheTimeout
+	}
 	opts := &fs.Options{EntryTimeout: &timeout, AttrTimeout: &timeout, NegativeTimeout: &zero, NullPermissions: true}
 	opts.MountOptions = fuse.MountOptions{FsName: "dshfs-branch", Name: "dshfs-branch", DirectMount: os.Geteuid() == 0,
-		Options: []string{"default_permissions"}, MaxWrite: 1 << 20, Debug: debug,
+		Options: []string{"default_permissions"}, MaxWrite: 1 << 20, Debug: o.Debug,
 		// A passthrough open and one through the daemon may not share an
 		// inode (the kernel answers EIO), and a copy-up changes the file
 		// under a node: every read and write goes through the daemon.

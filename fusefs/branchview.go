@@ -59,7 +59,11 @@ type BranchViewOptions struct {
 	Upper  string // the branch's files
 	Frozen string // the branch point's bytes of files changed since
 	Index  string // the file recording whiteouts and opaque directories
-	Debug  bool
+	// CacheTimeout is how long the kernel may trust the view's entries and
+	// attributes (0: 30 s): as long as the branch's mount over it trusts
+	// its own.
+	CacheTimeout time.Duration
+	Debug        bool
 }
 
 // MountBranchView serves at mnt the union of o.Upper over snap.
@@ -73,7 +77,7 @@ func MountBranchView(mnt string, store *versionstore.Store, snap *versionstore.S
 	}
 	v := &BranchView{snap: snap, store: store, lower: store.Root(), upper: o.Upper, frozen: o.Frozen, index: idx, writing: map[string]int{},
 		inos: map[string]uint64{}, nextIno: 2}
-	server, err := mountView(mnt, &bnode{v: v}, o.Debug)
+	server, err := mountView(mnt, &bnode{v: v}, o)
 	if err != nil {
 		return nil, mountError(err)
 	}
