@@ -46,7 +46,8 @@ func mountView(mnt string, root fs.InodeEmbedder, o BranchViewOptions) (*fuse.Se
 // viewOpens answers a view's read-only opens with FOPEN_NOFLUSH: such a
 // handle wrote nothing, so its close has nothing to flush, and the branch's
 // mount, which closes a view file at every release, does not wait for a
-// FLUSH round trip each time.
+// FLUSH round trip each time. It also keeps the kernel from caching the
+// attributes of a file of several names (uncacheLinked).
 type viewOpens struct {
 	fuse.RawFileSystem
 }
@@ -57,6 +58,41 @@ func (v viewOpens) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenO
 		out.OpenFlags |= fuse.FOPEN_NOFLUSH
 	}
 	return st
+}
+
+func (v viewOpens) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	st := v.RawFileSystem.Lookup(cancel, h, name, out)
+	uncacheLinked(&out.Attr, &out.AttrValid, &out.AttrValidNsec)
+	return st
+}
+
+func (v viewOpens) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	st := v.RawFileSystem.GetAttr(cancel, in, out)
+	uncacheLinked(&out.Attr, &out.AttrValid, &out.AttrValidNsec)
+	return st
+}
+
+func (v viewOpens) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+	st := v.RawFileSystem.SetAttr(cancel, in, out)
+	uncacheLinked(&out.Attr, &out.AttrValid, &out.AttrValidNsec)
+	return st
+}
+
+func (v viewOpens) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
+	st := v.RawFileSystem.Link(cancel, in, name, out)
+	uncacheLinked(&out.Attr, &out.AttrValid, &out.AttrValidNsec)
+	return st
+}
+
+// uncacheLinked gives no cache time to the attributes of a file that is
+// not a directory and has several names. The view numbers each name's
+// inode apart, so the kernel does not know that a link, unlink or rename
+// through one name changes the link count and ctime the others show; with
+// the view's long cache time they would show stale ones for as long.
+func uncacheLinked(attr *fuse.Attr, sec *uint64, nsec *uint32) {
+	if attr.Nlink > 1 && attr.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		*sec, *nsec = 0, 0
+	}
 }
 
 // readOnlyOpen reports whether an open with flags neither writes nor

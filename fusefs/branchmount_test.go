@@ -46,3 +46,27 @@ func TestViewOpensNoFlush(t *testing.T) {
 		})
 	}
 }
+
+// A view's file of several names is answered with no attribute cache
+// time; a file of one name and a directory keep theirs.
+func TestViewUncachesLinked(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mode  uint32
+		nlink uint32
+		want  uint64
+	}{
+		{"file of one name", syscall.S_IFREG | 0o644, 1, 30},
+		{"file of two names", syscall.S_IFREG | 0o644, 2, 0},
+		{"FIFO of two names", syscall.S_IFIFO | 0o644, 2, 0},
+		{"directory", syscall.S_IFDIR | 0o755, 3, 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := fuse.AttrOut{AttrValid: 30, AttrValidNsec: 5, Attr: fuse.Attr{Mode: tc.mode, Nlink: tc.nlink}}
+			uncacheLinked(&out.Attr, &out.AttrValid, &out.AttrValidNsec)
+			if out.AttrValid != tc.want || (tc.want == 0) != (out.AttrValidNsec == 0) {
+				t.Fatalf("attribute validity %d s %d ns, want %d s", out.AttrValid, out.AttrValidNsec, tc.want)
+			}
+		})
+	}
+}
