@@ -75,11 +75,11 @@ func newBranchBenchWS(b *testing.B, files int) *branchBenchWS {
 	for _, d := range []string{ws.backing, ws.mnt, ws.state} {
 		must(b, os.Mkdir(d, 0o755))
 	}
-	ws.git(b, ws.backing, "tar", "-xf", archive)
-	ws.git(b, ws.backing, "git", "init", "-q")
-	ws.git(b, ws.backing, "git", "add", "-A")
-	ws.git(b, ws.backing, "git", "commit", "-qm", "tree")
-	ws.git(b, ws.backing, "git", "gc", "-q")
+	ws.exec(b, ws.backing, "tar", "-xf", archive)
+	ws.exec(b, ws.backing, "git", "init", "-q")
+	ws.exec(b, ws.backing, "git", "add", "-A")
+	ws.exec(b, ws.backing, "git", "commit", "-qm", "tree")
+	ws.exec(b, ws.backing, "git", "gc", "-q")
 	ws.mount(b)
 	if out, code := dshfs(b, ws.state, "checkpoint", "--mount", ws.mnt, "base"); code != 0 {
 		b.Fatalf("checkpoint: %s", out)
@@ -103,8 +103,8 @@ func (ws *branchBenchWS) mount(b *testing.B) {
 	})
 }
 
-// git runs a program in dir with a private git configuration.
-func (ws *branchBenchWS) git(b *testing.B, dir, name string, args ...string) {
+// exec runs a program in dir with a private git configuration.
+func (ws *branchBenchWS) exec(b *testing.B, dir, name string, args ...string) {
 	b.Helper()
 	cmd := inDir(dir, name, args...)
 	cmd.Env = ws.env
@@ -113,10 +113,10 @@ func (ws *branchBenchWS) git(b *testing.B, dir, name string, args ...string) {
 	}
 }
 
-func (ws *branchBenchWS) timedGit(b *testing.B, dir, name string, args ...string) time.Duration {
+func (ws *branchBenchWS) timed(b *testing.B, dir, name string, args ...string) time.Duration {
 	b.Helper()
 	start := time.Now()
-	ws.git(b, dir, name, args...)
+	ws.exec(b, dir, name, args...)
 	return time.Since(start)
 }
 
@@ -170,14 +170,14 @@ func benchBranchNew(b *testing.B) {
 // p50.
 func (ws *branchBenchWS) timeBranchNew(b *testing.B, files int) time.Duration {
 	native := filepath.Join(ws.work, "native")
-	ws.git(b, ws.work, "git", "clone", "-q", "--no-hardlinks", ws.backing, native)
+	ws.exec(b, ws.work, "git", "clone", "-q", "--no-hardlinks", ws.backing, native)
 	var branch, worktree []time.Duration
 	var branchBytes, worktreeBytes int64
 	for i := range branchNewRuns {
 		name := fmt.Sprintf("n%d", i)
 		if i < branchNewRuns/2 {
 			wt := filepath.Join(ws.work, "wt"+name)
-			worktree = append(worktree, ws.timedGit(b, native, "git", "worktree", "add", "-q", "--detach", wt))
+			worktree = append(worktree, ws.timed(b, native, "git", "worktree", "add", "-q", "--detach", wt))
 			worktreeBytes = duBytes(b, wt) + duBytes(b, filepath.Join(native, ".git", "worktrees", "wt"+name))
 		}
 		_, d := ws.newBranch(b, name)
@@ -238,12 +238,12 @@ func benchBranchWalk(b *testing.B, ws *branchBenchWS) {
 	times := map[string][2][]time.Duration{}
 	for _, w := range walks {
 		for _, dir := range dirs {
-			ws.git(b, dir, w.args[0], w.args[1:]...)
+			ws.exec(b, dir, w.args[0], w.args[1:]...)
 		}
 		var t [2][]time.Duration
 		for range rounds {
 			for i, dir := range dirs {
-				t[i] = append(t[i], ws.timedGit(b, dir, w.args[0], w.args[1:]...))
+				t[i] = append(t[i], ws.timed(b, dir, w.args[0], w.args[1:]...))
 			}
 		}
 		times[w.name] = t
