@@ -25,8 +25,9 @@ import (
 //     same repository natively, in time and in bytes (`du -sbx` of the new
 //     worktree and its administrative directory, of the branch's state),
 //     and the same at 100,000 files;
-//   - Walk: warm `git status`, `find` and `cat` of every file in a branch
-//     against the workspace mount, three rounds alternating;
+//   - Walk: warm `git status`, `find`, `cat` of every file and a read of
+//     a 512 MiB file in a branch against the workspace mount, three
+//     rounds alternating;
 //   - CopyUp (branch_copyup_bench_test.go): a 1-byte append to a 100 MiB
 //     file through a branch on a loop-mounted XFS image with reflink,
 //     against `cp` of it with and without reflink there.
@@ -43,7 +44,7 @@ func BenchmarkBranch(b *testing.B) {
 		}
 	})
 	b.Run("Walk", func(b *testing.B) {
-		ws := newBranchBenchWS(b, repoFiles)
+		ws := newBranchBenchWS(b, repoFiles, true)
 		for b.Loop() {
 			benchBranchWalk(b, ws)
 		}
@@ -59,14 +60,15 @@ const branchNewRuns = 11
 
 // branchBenchWS is a workspace mounted by the binary, with its own state
 // directory, over a git repository of files of 1 to 3 KiB in directories
-// of 50, committed natively before the mount and checkpointed through it.
+// of 50, committed natively before the mount and checkpointed through it
+// (with big, also an ignored file of writeMiB MiB).
 type branchBenchWS struct {
 	work, backing, mnt, state string
 	env                       []string
 	branches                  []string
 }
 
-func newBranchBenchWS(b *testing.B, files int) *branchBenchWS {
+func newBranchBenchWS(b *testing.B, files int, big bool) *branchBenchWS {
 	ws := &branchBenchWS{work: b.TempDir()}
 	ws.backing, ws.mnt, ws.state = filepath.Join(ws.work, "repo"), filepath.Join(ws.work, "mnt"), filepath.Join(ws.work, "state")
 	ws.env = benchEnv(ws.work, "")
@@ -80,6 +82,9 @@ func newBranchBenchWS(b *testing.B, files int) *branchBenchWS {
 	ws.exec(b, ws.backing, "git", "add", "-A")
 	ws.exec(b, ws.backing, "git", "commit", "-qm", "tree")
 	ws.exec(b, ws.backing, "git", "gc", "-q")
+	if big {
+		ws.addBigFile(b)
+	}
 	ws.mount(b)
 	if out, code := dshfs(b, ws.state, "checkpoint", "--mount", ws.mnt, "base"); code != 0 {
 		b.Fatalf("checkpoint: %s", out)
@@ -157,7 +162,7 @@ func (ws *branchBenchWS) branchDir(b *testing.B, name string) string {
 func benchBranchNew(b *testing.B) {
 	var p50 []time.Duration
 	for _, files := range []int{repoFiles, 10 * repoFiles} {
-		ws := newBranchBenchWS(b, files)
+		ws := newBranchBenchWS(b, files, false)
 		p50 = append(p50, ws.timeBranchNew(b, files))
 	}
 	fmt.Printf("branch new, p50 at %d files / at %d files: %.2f×\n", 10*repoFiles, repoFiles, float64(p50[1])/float64(p50[0]))
@@ -222,7 +227,20 @@ type walk struct {
 var walks = []walk{
 	{"git status", []string{"git", "status", "--porcelain"}},
 	{"find", []string{"find", ".", "-type", "f"}},
-	{"cat", []string{"sh", "-c", "find . -path ./.git -prune -o -type f -print0 | xargs -0 cat >/dev/null"}},
+	{"cat", []string{"sh", "-c", "find . \\( -path ./.git -o -path ./.big \\) -prune -o -type f -print0 | xargs -0 cat >/dev/null"}},
+	{"read 512M", []string{"dd", "if=.big/big", "of=/dev/null", "bs=1M", "status=none"}},
+}
+
+// addBigFile writes, natively, the file the warm read reads: writeMiB
+// MiB in .big/, which git is told to ignore and the cat leaves out.
+func (ws *branchBenchWS) addBigFile(b *testing.B) {
+	must(b, os.Mkdir(filepath.Join(ws.backing, ".big"), 0o755))
+	ws.exec(b, ws.backing, "dd", "if=/dev/zero", "of=.big/big", "bs=1M", fmt.Sprintf("count=%d", writeMiB), "status=none")
+	f, err := os.OpenFile(filepath.Join(ws.backing, ".git", "info", "exclude"), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	must(b, err)
+	_, err = f.WriteString("/.big/\n")
+	must(b, err)
+	must(b, f.Close())
 }
 
 // benchBranchWalk runs each walk once untimed in the workspace and in a
@@ -253,7 +271,7 @@ func benchBranchWalk(b *testing.B, ws *branchBenchWS) {
 	for _, w := range walks {
 		t := times[w.name]
 		ratio := float64(medianDuration(t[1])) / float64(medianDuration(t[0]))
-		fmt.Printf("  %-10s workspace %v, branch %v, branch/workspace (medians) %.2f×\n", w.name, roundAll(t[0]), roundAll(t[1]), ratio)
+		fmt.Printf("  %-11s workspace %v, branch %v, branch/workspace (medians) %.2f×\n", w.name, roundAll(t[0]), roundAll(t[1]), ratio)
 		b.ReportMetric(ratio, strings.ReplaceAll(w.name, " ", "-")+"-x")
 	}
 }
