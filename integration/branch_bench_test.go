@@ -246,9 +246,9 @@ func (ws *branchBenchWS) addBigFile(b *testing.B) {
 // benchBranchWalk runs each walk once untimed in the workspace and in a
 // branch of it, then three rounds alternating, and prints each time. Each
 // walk is warmed and timed before the next begins: what one walk leaves
-// in the kernel's caches is no part of another's figure (a cat of every
-// file through the workspace's passthrough mount, for one, leaves every
-// file's atime to be asked again by the next lstat).
+// in the kernel's caches is no part of another's figure (after a cat of
+// every file through the workspace's passthrough mount, for one, the
+// kernel asks for each file's attributes again at the next lstat).
 func benchBranchWalk(b *testing.B, ws *branchBenchWS) {
 	br, _ := ws.newBranch(b, fmt.Sprintf("w%d", len(ws.branches)))
 	dirs := []string{ws.mnt, br}
