@@ -32,7 +32,7 @@ func mountView(mnt string, root fs.InodeEmbedder, o BranchViewOptions) (*fuse.Se
 		// inode (the kernel answers EIO), and a copy-up changes the file
 		// under a node: every read and write goes through the daemon.
 		DisabledCapabilities: fuse.CAP_PASSTHROUGH}
-	server, err := fuse.NewServer(viewOpens{fs.NewNodeFS(root, opts)}, mnt, &opts.MountOptions)
+	server, err := fuse.NewServer(viewReplies{fs.NewNodeFS(root, opts)}, mnt, &opts.MountOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -43,16 +43,17 @@ func mountView(mnt string, root fs.InodeEmbedder, o BranchViewOptions) (*fuse.Se
 	return server, nil
 }
 
-// viewOpens answers a view's read-only opens with FOPEN_NOFLUSH: such a
-// handle wrote nothing, so its close has nothing to flush, and the branch's
-// mount, which closes a view file at every release, does not wait for a
-// FLUSH round trip each time. It also keeps the kernel from caching the
-// attributes of a file of several names (uncacheLinked).
-type viewOpens struct {
+// viewReplies amends what a view's node tree answers the kernel. A
+// read-only open gets FOPEN_NOFLUSH: such a handle wrote nothing, so its
+// close has nothing to flush, and the branch's mount, which closes a view
+// file at every release, does not wait for a FLUSH round trip each time.
+// The attributes of a file of several names get no cache time
+// (uncacheLinked).
+type viewReplies struct {
 	fuse.RawFileSystem
 }
 
-func (v viewOpens) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+func (v viewReplies) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	st := v.RawFileSystem.Open(cancel, in, out)
 	if st == fuse.OK && readOnlyOpen(in.Flags) {
 		out.OpenFlags |= fuse.FOPEN_NOFLUSH
@@ -60,25 +61,25 @@ func (v viewOpens) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenO
 	return st
 }
 
-func (v viewOpens) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+func (v viewReplies) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
 	st := v.RawFileSystem.Lookup(cancel, h, name, out)
 	uncacheLinked(&out.Attr, &out.AttrValid, &out.AttrValidNsec)
 	return st
 }
 
-func (v viewOpens) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+func (v viewReplies) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
 	st := v.RawFileSystem.GetAttr(cancel, in, out)
 	uncacheLinked(&out.Attr, &out.AttrValid, &out.AttrValidNsec)
 	return st
 }
 
-func (v viewOpens) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+func (v viewReplies) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
 	st := v.RawFileSystem.SetAttr(cancel, in, out)
 	uncacheLinked(&out.Attr, &out.AttrValid, &out.AttrValidNsec)
 	return st
 }
 
-func (v viewOpens) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
+func (v viewReplies) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
 	st := v.RawFileSystem.Link(cancel, in, name, out)
 	uncacheLinked(&out.Attr, &out.AttrValid, &out.AttrValidNsec)
 	return st

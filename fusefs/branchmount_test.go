@@ -36,7 +36,7 @@ func TestViewOpensNoFlush(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out fuse.OpenOut
-			v := viewOpens{openAnswer{fuse.NewDefaultRawFileSystem(), fuse.FOPEN_DIRECT_IO}}
+			v := viewReplies{openAnswer{fuse.NewDefaultRawFileSystem(), fuse.FOPEN_DIRECT_IO}}
 			if st := v.Open(nil, &fuse.OpenIn{Flags: tc.flags}, &out); st != fuse.OK {
 				t.Fatalf("open: %v", st)
 			}
