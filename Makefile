@@ -88,6 +88,7 @@ bench:
 	$(GO) test ./integration -run '^$$' -bench Mount -benchtime 1x -timeout 60m -v
 	$(GO) test ./integration -run '^$$' -bench CaptureOverhead -benchtime 1x -timeout 30m -v
 	$(GO) test ./integration -run '^$$' -bench MCP -benchtime 1x -timeout 10m -v
+	$(GO) test ./integration -run '^$$' -bench Branch -benchtime 1x -timeout 30m -v
 
 # 30 s of shell writers and tool actors on one mount, plus the in-process races,
 # plus fsx: FSX_OPS random operations through a mount (and in a branch) from each of FSX_SEEDS

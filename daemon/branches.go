@@ -139,7 +139,8 @@ func (b *branches) serve(dir string, meta branchMeta) (*branch, error) {
 		return nil, err
 	}
 	view, err := fusefs.MountBranchView(filepath.Join(dir, "view"), b.m.store, snap, fusefs.BranchViewOptions{
-		Upper: filepath.Join(dir, "upper"), Frozen: filepath.Join(dir, "frozen"), Index: filepath.Join(dir, "index.json"), Debug: b.m.cfg.Debug})
+		Upper: filepath.Join(dir, "upper"), Frozen: filepath.Join(dir, "frozen"), Index: filepath.Join(dir, "index.json"),
+		CacheTimeout: b.cacheTimeout(), Debug: b.m.cfg.Debug})
 	if err != nil {
 		return nil, err
 	}
@@ -153,9 +154,7 @@ func (b *branches) serve(dir string, meta branchMeta) (*branch, error) {
 	cfg.AllowOther = false
 	cfg.Backing, cfg.MountPoint, cfg.StateDir = filepath.Join(dir, "view"), meta.MountPoint, filepath.Join(dir, "state")
 	cfg.Remote, cfg.Baseline, cfg.ReplacedDeadMount, cfg.Branch = "", false, false, meta.Name
-	if cfg.CacheTimeout == 0 {
-		cfg.CacheTimeout = 30 * time.Second // nothing but the branch's mount changes its view
-	}
+	cfg.CacheTimeout = b.cacheTimeout()
 	bm := &mount{cfg: cfg, log: b.m.log.With("branch", meta.Name), isBranch: true}
 	stop, err := bm.start(b.umask)
 	if err != nil {
@@ -164,6 +163,16 @@ func (b *branches) serve(dir string, meta branchMeta) (*branch, error) {
 	}
 	bm.fsys.Actors().SetDefault(meta.Actor)
 	return &branch{meta: meta, dir: dir, view: view, mount: bm, stop: stop}, nil
+}
+
+// cacheTimeout is how long the kernel may trust what it caches from a
+// branch's mount and from its view: the workspace's --cache-timeout, else
+// 30 s, as nothing but the branch's mount changes its view.
+func (b *branches) cacheTimeout() time.Duration {
+	if t := b.m.cfg.CacheTimeout; t != 0 {
+		return t
+	}
+	return 30 * time.Second
 }
 
 // checkMountPoint refuses a branch's mount point that is not a real

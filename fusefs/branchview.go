@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/dshfs/dshfs/versionstore"
-	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -60,7 +59,11 @@ type BranchViewOptions struct {
 	Upper  string // the branch's files
 	Frozen string // the branch point's bytes of files changed since
 	Index  string // the file recording whiteouts and opaque directories
-	Debug  bool
+	// CacheTimeout is how long the kernel may trust the view's entries and
+	// attributes (0: 30 s): as long as the branch's mount over it trusts
+	// its own.
+	CacheTimeout time.Duration
+	Debug        bool
 }
 
 // MountBranchView serves at mnt the union of o.Upper over snap.
@@ -74,20 +77,7 @@ func MountBranchView(mnt string, store *versionstore.Store, snap *versionstore.S
 	}
 	v := &BranchView{snap: snap, store: store, lower: store.Root(), upper: o.Upper, frozen: o.Frozen, index: idx, writing: map[string]int{},
 		inos: map[string]uint64{}, nextIno: 2}
-	// The snapshot's files do not change (a file the workspace changes is
-	// served from its bytes at the branch point, the same as before), and
-	// the branch's own change through this view: the kernel may trust what
-	// it caches for a second. (The branch's mount over the view trusts its
-	// own caches longer.)
-	second, zero := time.Second, time.Duration(0)
-	opts := &fs.Options{EntryTimeout: &second, AttrTimeout: &second, NegativeTimeout: &zero, NullPermissions: true}
-	opts.MountOptions = fuse.MountOptions{FsName: "dshfs-branch", Name: "dshfs-branch", DirectMount: os.Geteuid() == 0,
-		Options: []string{"default_permissions"}, MaxWrite: 1 << 20, Debug: o.Debug,
-		// A passthrough open and one through the daemon may not share an
-		// inode (the kernel answers EIO), and a copy-up changes the file
-		// under a node: every read and write goes through the daemon.
-		DisabledCapabilities: fuse.CAP_PASSTHROUGH}
-	server, err := fs.Mount(mnt, &bnode{v: v}, opts)
+	server, err := mountView(mnt, &bnode{v: v}, o)
 	if err != nil {
 		return nil, mountError(err)
 	}
