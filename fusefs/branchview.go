@@ -47,12 +47,20 @@ type BranchView struct {
 	mu      sync.Mutex     // copy-ups and index changes
 	writing map[string]int // open-for-write handles by path
 
+	// The open handles by their node's number: a node unlinked while open
+	// is answered for by one of its descriptors.
+	handleMu sync.Mutex
+	handles  map[uint64]map[*bfile]bool
+
 	// A path keeps its inode number for as long as the view is served
 	// (the kernel forgets nodes, and the mount over the view compares
-	// numbers to find entries swapped under it).
-	inoMu   sync.Mutex
-	inos    map[string]uint64
-	nextIno uint64
+	// numbers to find entries swapped under it); a file of the branch's
+	// own layer is numbered by its inode there, so its hard links are one
+	// inode, and keeps the number its path had before its copy-up.
+	inoMu    sync.Mutex
+	inos     map[string]uint64 // by path
+	upperIno map[uint64]uint64 // by inode in the upper directory
+	nextIno  uint64
 }
 
 // BranchViewOptions say where a branch view keeps its layer.
@@ -72,8 +80,7 @@ func MountBranchView(mnt string, store *versionstore.Store, snap *versionstore.S
 	if err := likeRoot(o.Upper, store.Root()); err != nil {
 		return nil, err
 	}
-	v := &BranchView{snap: snap, store: store, lower: store.Root(), upper: o.Upper, frozen: o.Frozen, index: idx, writing: map[string]int{},
-		inos: map[string]uint64{}, nextIno: 2}
+	v := newBranchView(store, snap, idx, o.Upper, o.Frozen)
 	// The snapshot's files do not change (a file the workspace changes is
 	// served from its bytes at the branch point, the same as before), and
 	// the branch's own change through this view: the kernel may trust what
@@ -93,6 +100,12 @@ func MountBranchView(mnt string, store *versionstore.Store, snap *versionstore.S
 	}
 	v.server, v.mnt = server, mnt
 	return v, nil
+}
+
+// newBranchView is the view of upper over snap, not mounted.
+func newBranchView(store *versionstore.Store, snap *versionstore.Snapshot, idx *branchIndex, upper, frozen string) *BranchView {
+	return &BranchView{snap: snap, store: store, lower: store.Root(), upper: upper, frozen: frozen, index: idx, writing: map[string]int{}, handles: map[uint64]map[*bfile]bool{},
+		inos: map[string]uint64{}, upperIno: map[uint64]uint64{}, nextIno: 2}
 }
 
 // Unmount unmounts the view.
@@ -155,14 +168,17 @@ func (s source) open(flags int) (int, error) { return openBeneathFd(s.root, s.re
 // lstat is the source's lstat, following no symlink below its layer.
 func (s source) lstat(st *unix.Stat_t) error { return lstatBeneath(s.root, s.rel, st) }
 
+// info is lstat as an os.FileInfo.
+func (s source) info() (os.FileInfo, error) { return lstatInfo(s.root, s.rel) }
+
 // resolve finds key in the view.
 func (v *BranchView) resolve(key string) (source, error) {
 	if v.index.hidden(key) {
 		return source{}, syscall.ENOENT
 	}
-	up := filepath.Join(v.upper, key)
-	if _, err := os.Lstat(up); err == nil {
-		return source{path: up, root: v.upper, rel: key, upper: true}, nil
+	var st unix.Stat_t
+	if err := lstatBeneath(v.upper, key, &st); err == nil {
+		return source{path: filepath.Join(v.upper, key), root: v.upper, rel: key, upper: true}, nil
 	}
 	if v.index.opaqueAbove(key) {
 		return source{}, syscall.ENOENT
@@ -181,7 +197,7 @@ func (v *BranchView) resolveLower(key string) (source, error) {
 	}
 	if !st.Changed {
 		live := filepath.Join(v.lower, key)
-		fi, err := os.Lstat(live)
+		fi, err := lstatInfo(v.lower, key)
 		if err != nil {
 			return v.impliedDir(key)
 		}
@@ -264,6 +280,7 @@ func (v *BranchView) stat(key string, out *fuse.Attr) syscall.Errno {
 		return toErrno(err)
 	}
 	fillAttr(out, &st)
+	out.Ino = v.number(key, src.upper, &st)
 	if o := src.owner; o != nil {
 		out.Uid, out.Gid = o.Uid, o.Gid
 		out.Mode = out.Mode&^0o7777 | uint32(o.Perm.Perm())
@@ -280,6 +297,44 @@ func (v *BranchView) track(key string, delta int) {
 	}
 }
 
+// handle makes a handle of fd, open on key, for the node numbered ino.
+func (v *BranchView) handle(fd int, key string, ino uint64, writes bool) *bfile {
+	h := &bfile{FileHandle: fs.NewLoopbackFile(fd), fd: fd, key: key, ino: ino, writes: writes}
+	if writes {
+		v.track(key, 1)
+	}
+	v.handleMu.Lock()
+	defer v.handleMu.Unlock()
+	if v.handles[ino] == nil {
+		v.handles[ino] = map[*bfile]bool{}
+	}
+	v.handles[ino][h] = true
+	return h
+}
+
+// release forgets the handle h, released.
+func (v *BranchView) release(h *bfile) {
+	if h.writes {
+		v.track(h.key, -1)
+	}
+	v.handleMu.Lock()
+	defer v.handleMu.Unlock()
+	if delete(v.handles[h.ino], h); len(v.handles[h.ino]) == 0 {
+		delete(v.handles, h.ino)
+	}
+}
+
+// withFd runs do on the descriptor of a handle open on the node numbered
+// ino, if one is: a handle released meanwhile is closed only after.
+func (v *BranchView) withFd(ino uint64, do func(fd int) syscall.Errno) (syscall.Errno, bool) {
+	v.handleMu.Lock()
+	defer v.handleMu.Unlock()
+	for h := range v.handles[ino] {
+		return do(h.fd), true
+	}
+	return 0, false
+}
+
 // Changes lists what the branch changed, for a merge: every regular file
 // of its own (with its bytes) and every file it deleted. Files open for
 // writing in the branch are marked.
@@ -287,7 +342,7 @@ func (v *BranchView) Changes() ([]versionstore.BranchChange, error) {
 	writing := v.SettledWriting(versionstore.MergeWriterGrace)
 	var out []versionstore.BranchChange
 	err := filepath.WalkDir(v.upper, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() || strings.HasSuffix(p, ".dshfs-copyup") {
+		if err != nil || !d.Type().IsRegular() || strings.HasSuffix(p, copyUpSuffix) {
 			return err
 		}
 		key, _ := filepath.Rel(v.upper, p)
@@ -309,7 +364,7 @@ func (v *BranchView) Changes() ([]versionstore.BranchChange, error) {
 	}
 	for _, key := range v.index.whiteouts() {
 		if src, err := v.resolveLower(key); err == nil && !src.dir {
-			if fi, err := os.Lstat(src.path); err == nil && fi.Mode().IsRegular() {
+			if fi, err := src.info(); err == nil && fi.Mode().IsRegular() {
 				out = append(out, versionstore.BranchChange{Key: key})
 			}
 		}
@@ -317,10 +372,37 @@ func (v *BranchView) Changes() ([]versionstore.BranchChange, error) {
 	return out, nil
 }
 
-// inoOf is key's inode number.
-func (v *BranchView) inoOf(key string) uint64 {
+// number is the inode number of key, whose file (in the upper directory
+// if upper is set) has the attributes st.
+func (v *BranchView) number(key string, upper bool, st *unix.Stat_t) uint64 {
 	v.inoMu.Lock()
 	defer v.inoMu.Unlock()
+	if !upper {
+		return v.pathIno(key)
+	}
+	if ino, ok := v.upperIno[st.Ino]; ok {
+		return ino
+	}
+	ino := v.pathIno(key)
+	v.upperIno[st.Ino] = ino
+	return ino
+}
+
+// forgetUpper forgets the number of the upper file about to be removed
+// (rel, below the directory a) when it is its last name: the layer may
+// give its inode to a file made later.
+func (v *BranchView) forgetUpper(a at) {
+	var st unix.Stat_t
+	if unix.Fstatat(a.dir, a.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Nlink > 1 && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return
+	}
+	v.inoMu.Lock()
+	defer v.inoMu.Unlock()
+	delete(v.upperIno, st.Ino)
+}
+
+// pathIno is key's number by path; inoMu is held.
+func (v *BranchView) pathIno(key string) uint64 {
 	ino, ok := v.inos[key]
 	if !ok {
 		ino = v.nextIno

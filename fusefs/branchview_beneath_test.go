@@ -36,8 +36,7 @@ func unmountedView(t *testing.T, ws string) *BranchView {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &BranchView{snap: snap, store: st, lower: ws, upper: filepath.Join(bd, "upper"), frozen: filepath.Join(bd, "frozen"),
-		index: idx, writing: map[string]int{}, inos: map[string]uint64{}, nextIno: 2}
+	return newBranchView(st, snap, idx, filepath.Join(bd, "upper"), filepath.Join(bd, "frozen"))
 }
 
 // A workspace directory swapped for a symlink after the branch point (by
