@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +65,7 @@ func fsxBranch(t *testing.T, rng *rand.Rand, opts ...func(*Options)) (*mounted, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		waitUnused(t, filepath.Join(dir, "view"))
 		if err := view.Unmount(); err != nil {
 			t.Errorf("unmount the view: %v", err)
 		}
@@ -72,6 +74,29 @@ func fsxBranch(t *testing.T, rng *rand.Rand, opts ...func(*Options)) (*mounted, 
 	})
 	branchOpts := append([]func(*Options){func(o *Options) { o.NoWatch, o.CacheTimeout = true, 30*time.Second }}, opts...)
 	return mountAt(t, filepath.Join(dir, "view"), nil, branchOpts...), start
+}
+
+// waitUnused waits until this process holds no descriptor of a file
+// below dir. The branch's mount closes its descriptors of the view's files
+// as the kernel releases them, just after its unmount returns; a view
+// detached with one still open would hang the test binary's exit (the close
+// at exit waits for a server gone with the process).
+func waitUnused(t *testing.T, dir string) {
+	t.Helper()
+	var open []string
+	unused := func() bool {
+		open = open[:0]
+		ents, _ := os.ReadDir("/proc/self/fd")
+		for _, e := range ents {
+			if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, dir+"/") {
+				open = append(open, l)
+			}
+		}
+		return len(open) == 0
+	}
+	if !testfuse.WaitFor(30*time.Second, unused) {
+		t.Errorf("descriptors of %v still open 30 s after the branch's unmount", open)
+	}
 }
 
 // waitCommitted waits for the workspace's writes to be committed: the
