@@ -260,59 +260,6 @@ func (v *BranchView) removeUpper(key string, dir bool) error {
 	return unix.Unlinkat(a.dir, a.name, flags)
 }
 
-var _ = (fs.NodeRenamer)((*bnode)(nil))
-
-// Rename moves a file within the view: it is copied up and its old name
-// whited out. Directories answer EXDEV, as for a move across filesystems.
-func (n *bnode) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	from, to := n.childKey(name), newParent.(*bnode).childKey(newName)
-	src, err := n.v.resolve(from)
-	if err != nil {
-		return toErrno(err)
-	}
-	if fi, err := src.info(); err != nil || src.dir || fi.IsDir() || flags&^uint32(1) != 0 {
-		return syscall.EXDEV
-	}
-	if flags&1 != 0 { // RENAME_NOREPLACE
-		if _, err := n.v.resolve(to); err == nil {
-			return syscall.EEXIST
-		}
-	}
-	if err := n.v.copyUp(from, false); err != nil {
-		return toErrno(err)
-	}
-	if errno := n.v.renameUpper(from, to); errno != 0 {
-		return errno
-	}
-	n.v.moveIno(from, to)
-	n.v.unwhite(to)
-	if _, err := n.v.resolveLower(from); err == nil && !n.v.index.opaqueAbove(from) {
-		return toErrno(n.v.index.set(from, entryWhiteout))
-	}
-	return 0
-}
-
-// renameUpper renames the upper file from to to, forgetting the number
-// of a file it replaces.
-func (v *BranchView) renameUpper(from, to string) syscall.Errno {
-	src, err := atBeneath(v.upper, from)
-	if err != nil {
-		return toErrno(err)
-	}
-	defer src.close()
-	dst, errno := v.upperAt(to)
-	if errno != 0 {
-		return errno
-	}
-	defer dst.close()
-	var st, old unix.Stat_t
-	if unix.Fstatat(src.dir, src.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil &&
-		unix.Fstatat(dst.dir, dst.name, &old, unix.AT_SYMLINK_NOFOLLOW) == nil && old.Ino != st.Ino {
-		v.forgetUpper(dst)
-	}
-	return toErrno(unix.Renameat(src.dir, src.name, dst.dir, dst.name))
-}
-
 var _ = (fs.NodeLinker)((*bnode)(nil))
 
 // Link links within the upper layer: the target is copied up first. (The

@@ -147,3 +147,55 @@ func openClose(p string, flags int) error {
 	}
 	return err
 }
+
+// A directory made in a branch renames as in the workspace (pjdfstest's
+// rename/00.t, 20.t, 24.t): with what it holds, over an empty directory but
+// not a full one, and into another directory, whose link counts and ".."
+// follow.
+func TestBranchRenameOwnDir(t *testing.T) {
+	m, _ := fsxBranch(t, rand.New(rand.NewPCG(1, 2)))
+	p := func(rel string) string { return filepath.Join(m.mnt, rel) }
+	must(t, os.MkdirAll(p("d/sub"), 0o755))
+	must(t, os.WriteFile(p("d/f"), []byte("f\n"), 0o644))
+	must(t, os.Rename(p("d"), p("e")))
+	if b, err := os.ReadFile(p("e/f")); err != nil || string(b) != "f\n" {
+		t.Errorf("e/f after renaming d to e: %q, %v", b, err)
+	}
+	if _, err := os.Lstat(p("d")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("d after its rename: %v; want it gone", err)
+	}
+	must(t, os.Mkdir(p("full"), 0o755))
+	must(t, os.WriteFile(p("full/x"), nil, 0o644))
+	if err := unix.Rename(p("e"), p("full")); !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
+		t.Errorf("rename of a directory over a full one: %v; want ENOTEMPTY or EEXIST", err)
+	}
+	must(t, os.Mkdir(p("empty"), 0o755))
+	must(t, unix.Rename(p("e"), p("empty"))) // os.Rename refuses any directory as its target
+	must(t, os.Rename(p("empty/sub"), p("full/sub")))
+	var st, sub, dotdot unix.Stat_t
+	must(t, unix.Lstat(p("empty"), &st))
+	must(t, unix.Lstat(p("full"), &sub))
+	must(t, unix.Lstat(p("full/sub/.."), &dotdot))
+	if st.Nlink != 2 || sub.Nlink != 3 || dotdot.Ino != sub.Ino {
+		t.Errorf("after moving empty/sub to full/sub: nlink %d and %d, full/sub/..'s inode %d; want 2, 3, full's %d", st.Nlink, sub.Nlink, dotdot.Ino, sub.Ino)
+	}
+	must(t, os.Remove(p("full/sub")))
+	must(t, os.Mkdir(p("empty/again"), 0o755)) // a name the moved directory had is free again
+	if ents, err := os.ReadDir(p("empty")); err != nil || len(ents) != 2 {
+		t.Errorf("empty after it all: %v, %v; want again and f", ents, err)
+	}
+}
+
+// A directory the branch starts with (the workspace's) answers EXDEV to a
+// rename, as across filesystems: mv copies it.
+func TestBranchRenameWorkspaceDirIsEXDEV(t *testing.T) {
+	ws := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(ws, "w", "sub"), 0o755))
+	v := unmountedView(t, ws)
+	if errno := v.renameDir("w", "moved", 0); errno != unix.EXDEV {
+		t.Errorf("rename of the workspace's directory w: %v; want EXDEV", errno)
+	}
+	if errno := v.renameDir("w/sub", "sub", 0); errno != unix.EXDEV {
+		t.Errorf("rename of the workspace's directory w/sub: %v; want EXDEV", errno)
+	}
+}

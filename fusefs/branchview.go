@@ -10,15 +10,20 @@ package fusefs
 //     the branch point, or the bytes of its version then (frozen: written
 //     out once from the object store into the branch's frozen directory).
 //
-// The first change to a file copies it up whole (copyup.go); a truncating
-// open or a truncation to zero copies nothing. Renaming a directory answers
-// EXDEV (mv copies it); a link is made within the upper directory. The view is served read-write to its
-// owner only: the daemon mounts it in a 0700 directory, without
-// allow_other, and versions nothing: the branch's ordinary dshfs mount over
-// it does.
+// The first change to a file copies it up whole (branchcopyup.go); a
+// truncating open or a truncation to zero copies nothing. A directory of the
+// branch's own renames; one showing anything of the snapshot answers EXDEV
+// (mv copies it) (branchrename.go). A link is made within the upper
+// directory, and a file there is numbered by its inode, so its names are one
+// node. The layers are worked on through directories opened one element at a
+// time (branchopen.go): no symlink is followed, and paths of any length work.
+// The view is served read-write to its owner only: the daemon mounts it in a
+// 0700 directory, without allow_other, and versions nothing: the branch's
+// ordinary dshfs mount over it does.
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -422,6 +427,26 @@ func (v *BranchView) moveIno(from, to string) {
 	if ok && to != "" {
 		v.inos[to] = ino
 	}
+}
+
+// moveInos moves the numbers of directory from and of the paths below it
+// to to, a directory renamed.
+func (v *BranchView) moveInos(from, to string) {
+	v.inoMu.Lock()
+	defer v.inoMu.Unlock()
+	moved := map[string]uint64{}
+	for k, ino := range v.inos {
+		if k == from || strings.HasPrefix(k, from+"/") {
+			moved[to+k[len(from):]] = ino
+			delete(v.inos, k)
+		}
+	}
+	for k := range v.inos {
+		if strings.HasPrefix(k, to+"/") {
+			delete(v.inos, k) // the replaced directory's: it was empty
+		}
+	}
+	maps.Copy(v.inos, moved)
 }
 
 // likeRoot gives the upper directory, which is the view's root, the
