@@ -27,6 +27,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -345,27 +346,22 @@ func (v *BranchView) withFd(ino uint64, do func(fd int) syscall.Errno) (syscall.
 // writing in the branch are marked.
 func (v *BranchView) Changes() ([]versionstore.BranchChange, error) {
 	writing := v.SettledWriting(versionstore.MergeWriterGrace)
+	var keys []string
+	if err := v.upperFiles(".", &keys); err != nil {
+		return nil, err
+	}
 	var out []versionstore.BranchChange
-	err := filepath.WalkDir(v.upper, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() || strings.HasSuffix(p, copyUpSuffix) {
-			return err
-		}
-		key, _ := filepath.Rel(v.upper, p)
-		key = filepath.ToSlash(key)
+	for _, key := range keys {
 		// Read below the layer, following no symlink: what the walk saw
 		// may have been swapped for a link since.
 		data, fi, err := readRegular(v.upper, key)
 		if notReadable(err) {
-			return nil // no file to merge, as a symlink seen by the walk
+			continue // no file to merge, as a symlink seen by the walk
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out = append(out, versionstore.BranchChange{Key: key, Version: versionstore.Sum(data), Data: data, Perm: fi.Mode().Perm(), Writing: writing[key]})
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	for _, key := range v.index.whiteouts() {
 		if src, err := v.resolveLower(key); err == nil && !src.dir {
@@ -375,6 +371,37 @@ func (v *BranchView) Changes() ([]versionstore.BranchChange, error) {
 		}
 	}
 	return out, nil
+}
+
+// upperFiles adds to keys the regular files below directory key of the
+// upper directory, in lexical order, each directory opened below the layer
+// (so a path of any length is walked).
+func (v *BranchView) upperFiles(key string, keys *[]string) error {
+	d, err := openBeneath(v.upper, key, unix.O_RDONLY|unix.O_DIRECTORY)
+	if notReadable(err) {
+		return nil // swapped for a symlink since the walk saw it
+	}
+	if err != nil {
+		return err
+	}
+	ents, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	for _, e := range ents {
+		k := path.Join(key, e.Name())
+		switch {
+		case e.IsDir():
+			if err := v.upperFiles(k, keys); err != nil {
+				return err
+			}
+		case e.Type().IsRegular() && !strings.HasSuffix(k, copyUpSuffix):
+			*keys = append(*keys, k)
+		}
+	}
+	return nil
 }
 
 // number is the inode number of key, whose file (in the upper directory

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -149,5 +150,35 @@ func TestBranchViewUnjournaledChangeKeepsTheBranchPoint(t *testing.T) {
 	b, err := os.ReadFile(src.path)
 	if err != nil || string(b) != "then\n" {
 		t.Fatalf("the branch shows %q, %v; want the branch point's %q", b, err, "then\n")
+	}
+}
+
+// A merge takes a branch's file however deep below the branch's root it
+// lies, though the layer's own path makes its whole path longer than
+// PATH_MAX.
+func TestBranchChangesDeepPath(t *testing.T) {
+	v := unmountedView(t, t.TempDir())
+	dir, err := syscall.Open(v.upper, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	must(t, err)
+	var key []string
+	for i := range 16 { // 4,079 bytes below the layer, and a file
+		name := strings.Repeat(string(rune('a'+i)), min(255, 4079-256*i))
+		key = append(key, name)
+		must(t, syscall.Mkdirat(dir, name, 0o755))
+		next, err := syscall.Openat(dir, name, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+		syscall.Close(dir)
+		must(t, err)
+		dir = next
+	}
+	fd, err := syscall.Openat(dir, "f", syscall.O_CREAT|syscall.O_WRONLY, 0o644)
+	syscall.Close(dir)
+	must(t, err)
+	_, err = syscall.Write(fd, []byte("deep\n"))
+	syscall.Close(fd)
+	must(t, err)
+	changes, err := v.Changes()
+	want := strings.Join(append(key, "f"), "/")
+	if err != nil || len(changes) != 1 || changes[0].Key != want || string(changes[0].Data) != "deep\n" {
+		t.Fatalf("changes of a branch with a file %d bytes deep: %d, %.200v; want that file", len(want), len(changes), err)
 	}
 }
