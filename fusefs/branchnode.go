@@ -133,9 +133,14 @@ type bfile struct {
 var _ = (fs.NodeReleaser)((*bnode)(nil))
 
 func (n *bnode) Release(ctx context.Context, f fs.FileHandle) syscall.Errno {
-	b := f.(*bfile)
-	n.v.release(b)
-	return b.FileHandle.(fs.FileReleaser).Release(ctx)
+	if b, ok := f.(*bfile); ok {
+		n.v.release(b)
+		f = b.FileHandle
+	}
+	if r, ok := f.(fs.FileReleaser); ok {
+		return r.Release(ctx)
+	}
+	return 0
 }
 
 var _ = (fs.NodeReader)((*bnode)(nil))
@@ -177,7 +182,12 @@ func (n *bnode) Allocate(ctx context.Context, f fs.FileHandle, off uint64, size 
 	return inner(f).(fs.FileAllocater).Allocate(ctx, off, size, mode)
 }
 
-func inner(f fs.FileHandle) fs.FileHandle { return f.(*bfile).FileHandle }
+func inner(f fs.FileHandle) fs.FileHandle {
+	if b, ok := f.(*bfile); ok {
+		return b.FileHandle
+	}
+	return f
+}
 
 var _ = (fs.NodeReadlinker)((*bnode)(nil))
 
