@@ -23,13 +23,13 @@ func (n *bnode) Rename(ctx context.Context, name string, newParent fs.InodeEmbed
 		return toErrno(err)
 	}
 	fi, err := src.info()
-	if err != nil || flags&^uint32(unix.RENAME_NOREPLACE) != 0 {
+	if err != nil || flags&^uint32(renameNoreplace) != 0 {
 		return syscall.EXDEV
 	}
 	if src.dir || fi.IsDir() {
 		return n.v.renameDir(from, to, flags)
 	}
-	if flags&unix.RENAME_NOREPLACE != 0 {
+	if flags&renameNoreplace != 0 {
 		if _, err := n.v.resolve(to); err == nil {
 			return syscall.EEXIST
 		}
@@ -101,7 +101,7 @@ func (v *BranchView) renameDirTarget(to string, flags uint32) syscall.Errno {
 	if err != nil {
 		return 0
 	}
-	if flags&unix.RENAME_NOREPLACE != 0 {
+	if flags&renameNoreplace != 0 {
 		return syscall.EEXIST
 	}
 	if fi, err := dst.info(); err != nil || !dst.dir && !fi.IsDir() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dshfs/dshfs/versionstore"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // unmountedView is a branch view of the workspace ws at a checkpoint made
@@ -158,23 +159,23 @@ func TestBranchViewUnjournaledChangeKeepsTheBranchPoint(t *testing.T) {
 // PATH_MAX.
 func TestBranchChangesDeepPath(t *testing.T) {
 	v := unmountedView(t, t.TempDir())
-	dir, err := syscall.Open(v.upper, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	dir, err := unix.Open(v.upper, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	must(t, err)
 	var key []string
 	for i := range 16 { // 4,079 bytes below the layer, and a file
 		name := strings.Repeat(string(rune('a'+i)), min(255, 4079-256*i))
 		key = append(key, name)
-		must(t, syscall.Mkdirat(dir, name, 0o755))
-		next, err := syscall.Openat(dir, name, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
-		syscall.Close(dir)
+		must(t, unix.Mkdirat(dir, name, 0o755))
+		next, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(dir)
 		must(t, err)
 		dir = next
 	}
-	fd, err := syscall.Openat(dir, "f", syscall.O_CREAT|syscall.O_WRONLY, 0o644)
-	syscall.Close(dir)
+	fd, err := unix.Openat(dir, "f", unix.O_CREAT|unix.O_WRONLY, 0o644)
+	unix.Close(dir)
 	must(t, err)
-	_, err = syscall.Write(fd, []byte("deep\n"))
-	syscall.Close(fd)
+	_, err = unix.Write(fd, []byte("deep\n"))
+	unix.Close(fd)
 	must(t, err)
 	changes, err := v.Changes()
 	want := strings.Join(append(key, "f"), "/")
