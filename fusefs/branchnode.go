@@ -116,8 +116,16 @@ func (n *bnode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, 
 	if err != nil {
 		return nil, 0, toErrno(err)
 	}
-	return n.v.handle(fd, key, n.StableAttr().Ino, writes), 0, 0
+	return n.v.handle(fd, key, n.StableAttr().Ino, writes), viewOpenFlags, 0
 }
+
+// viewOpenFlags are the FOPEN flags of the view's handles. No close of
+// one waits for the view (FOPEN_NOFLUSH): a close at the daemon's exit —
+// of a descriptor the branch's mount kept because its release was lost at
+// its unmount — would wait for ever for a server gone with the process. A
+// flush has nothing to do here: the view's bytes are in its layer's files
+// from each write, and a release ends a writer.
+const viewOpenFlags = fuse.FOPEN_NOFLUSH
 
 // bfile is a handle of the view on its descriptor fd, open on key, whose
 // node has the number ino. One open for writing (writes) the view counts

@@ -116,7 +116,7 @@ func (n *bnode) Create(ctx context.Context, name string, flags uint32, mode uint
 		unix.Close(fd)
 		return nil, nil, 0, errno
 	}
-	return child, n.v.handle(fd, key, out.Attr.Ino, true), 0, 0
+	return child, n.v.handle(fd, key, out.Attr.Ino, true), viewOpenFlags, 0
 }
 
 // upperAt is key's name in its directory of the upper layer, the

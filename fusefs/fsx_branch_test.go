@@ -76,11 +76,13 @@ func fsxBranch(t *testing.T, rng *rand.Rand, opts ...func(*Options)) (*mounted, 
 	return mountAt(t, filepath.Join(dir, "view"), nil, branchOpts...), start
 }
 
-// waitUnused waits until this process holds no descriptor of a file
-// below dir. The branch's mount closes its descriptors of the view's files
-// as the kernel releases them, just after its unmount returns; a view
-// detached with one still open would hang the test binary's exit (the close
-// at exit waits for a server gone with the process).
+// waitUnused waits (up to 10 s) until this process holds no descriptor of
+// a file below dir, so that the view unmounts rather than being detached
+// busy. The branch's mount closes its descriptors of the view's files as
+// the kernel releases them, just after its unmount returns; a release the
+// kernel had not sent yet at the unmount is lost, and its descriptor stays
+// open until the process ends, which it may (the view answers no FLUSH:
+// TestBranchViewExitWithAFileOpen).
 func waitUnused(t *testing.T, dir string) {
 	t.Helper()
 	var open []string
@@ -94,8 +96,8 @@ func waitUnused(t *testing.T, dir string) {
 		}
 		return len(open) == 0
 	}
-	if !testfuse.WaitFor(30*time.Second, unused) {
-		t.Errorf("descriptors of %v still open 30 s after the branch's unmount", open)
+	if !testfuse.WaitFor(10*time.Second, unused) {
+		t.Logf("the branch's mount still holds %v, its release lost at its unmount: the view is detached busy", open)
 	}
 }
 
