@@ -2,7 +2,6 @@ package fusefs
 
 import (
 	"context"
-	"strings"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -41,6 +40,7 @@ func (n *bnode) Rename(ctx context.Context, name string, newParent fs.InodeEmbed
 		return errno
 	}
 	n.v.moveIno(from, to)
+	n.v.moveHandles(from, to)
 	n.v.unwhite(to)
 	return n.v.whiteLower(from)
 }
@@ -57,10 +57,9 @@ func (v *BranchView) whiteLower(key string) syscall.Errno {
 // renameDir renames the directory from to to. Only a directory of the
 // branch's own, where nothing of the snapshot shows (new in the branch, or
 // opaque), moves, as one rename in the upper directory: the snapshot's
-// would have to be copied up whole first. One holding a file open for
-// writing answers EXDEV too (the view counts writers by path).
+// would have to be copied up whole first.
 func (v *BranchView) renameDir(from, to string, flags uint32) syscall.Errno {
-	if v.snapshotShows(from) || v.writingBelow(from) {
+	if v.snapshotShows(from) {
 		return syscall.EXDEV
 	}
 	if errno := v.renameDirTarget(to, flags); errno != 0 {
@@ -71,6 +70,7 @@ func (v *BranchView) renameDir(from, to string, flags uint32) syscall.Errno {
 		return errno
 	}
 	v.moveInos(from, to)
+	v.moveHandles(from, to)
 	// Whiteouts below an opaque directory are moot; so are those below
 	// the directory replaced, which was empty.
 	if err := v.index.dropBelow(from); err != nil {
@@ -118,18 +118,6 @@ func (v *BranchView) renameDirTarget(to string, flags uint32) syscall.Errno {
 func (v *BranchView) snapshotShows(key string) bool {
 	_, err := v.resolveLower(key)
 	return err == nil && !v.index.opaqueAbove(key)
-}
-
-// writingBelow reports whether a file below dir is open for writing.
-func (v *BranchView) writingBelow(dir string) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for k := range v.writing {
-		if strings.HasPrefix(k, dir+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // renameUpper renames the upper file from to to, forgetting the number

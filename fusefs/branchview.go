@@ -306,11 +306,11 @@ func (v *BranchView) track(key string, delta int) {
 // handle makes a handle of fd, open on key, for the node numbered ino.
 func (v *BranchView) handle(fd int, key string, ino uint64, writes bool) *bfile {
 	h := &bfile{FileHandle: fs.NewLoopbackFile(fd), fd: fd, key: key, ino: ino, writes: writes}
+	v.handleMu.Lock()
+	defer v.handleMu.Unlock()
 	if writes {
 		v.track(key, 1)
 	}
-	v.handleMu.Lock()
-	defer v.handleMu.Unlock()
 	if v.handles[ino] == nil {
 		v.handles[ino] = map[*bfile]bool{}
 	}
@@ -320,14 +320,40 @@ func (v *BranchView) handle(fd int, key string, ino uint64, writes bool) *bfile 
 
 // release forgets the handle h, released.
 func (v *BranchView) release(h *bfile) {
+	v.handleMu.Lock()
+	defer v.handleMu.Unlock()
 	if h.writes {
 		v.track(h.key, -1)
 	}
-	v.handleMu.Lock()
-	defer v.handleMu.Unlock()
 	if delete(v.handles[h.ino], h); len(v.handles[h.ino]) == 0 {
 		delete(v.handles, h.ino)
 	}
+}
+
+// moveHandles gives the handles open on from, or below it, and their
+// open-for-write counts, the paths they have once from is renamed to to.
+func (v *BranchView) moveHandles(from, to string) {
+	v.handleMu.Lock()
+	defer v.handleMu.Unlock()
+	for _, hs := range v.handles {
+		for h := range hs {
+			if k, ok := movedKey(h.key, from, to); ok {
+				if h.writes {
+					v.track(h.key, -1)
+					v.track(k, 1)
+				}
+				h.key = k
+			}
+		}
+	}
+}
+
+// movedKey is key once from is renamed to to, if key is from or below it.
+func movedKey(key, from, to string) (string, bool) {
+	if key == from || strings.HasPrefix(key, from+"/") {
+		return to + key[len(from):], true
+	}
+	return key, false
 }
 
 // withFd runs do on the descriptor of a handle open on the node numbered
@@ -463,8 +489,8 @@ func (v *BranchView) moveInos(from, to string) {
 	defer v.inoMu.Unlock()
 	moved := map[string]uint64{}
 	for k, ino := range v.inos {
-		if k == from || strings.HasPrefix(k, from+"/") {
-			moved[to+k[len(from):]] = ino
+		if nk, ok := movedKey(k, from, to); ok {
+			moved[nk] = ino
 			delete(v.inos, k)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dshfs/dshfs/versionstore"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -181,5 +182,23 @@ func TestBranchChangesDeepPath(t *testing.T) {
 	want := strings.Join(append(key, "f"), "/")
 	if err != nil || len(changes) != 1 || changes[0].Key != want || string(changes[0].Data) != "deep\n" {
 		t.Fatalf("changes of a branch with a file %d bytes deep: %d, %.200v; want that file", len(want), len(changes), err)
+	}
+}
+
+// A file open for writing in a directory renamed is counted as written
+// under its new path, and no longer once released.
+func TestBranchRenameMovesWriters(t *testing.T) {
+	v := unmountedView(t, t.TempDir())
+	fd, err := unix.Open(os.DevNull, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	must(t, err)
+	h := v.handle(fd, "d/f", 5, true) // owns fd: closed by its release
+	defer h.FileHandle.(fs.FileReleaser).Release(context.Background())
+	v.moveHandles("d", "e")
+	if w := v.Writing(); len(w) != 1 || !w["e/f"] {
+		t.Errorf("writing after renaming d to e: %v; want e/f", w)
+	}
+	v.release(h)
+	if w := v.Writing(); len(w) != 0 {
+		t.Errorf("writing after the release: %v; want none", w)
 	}
 }
