@@ -4,19 +4,21 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // copyUp gives key a file of its own in the upper directory, with the
 // bytes it shows (none if empty is set: the caller truncates it anyway).
 // Whole files: by reflink (FICLONE) where the filesystems allow it, else
-// copy_file_range, else read and write.
+// copy_file_range, else read and write. The copy keeps the number the
+// path had in the view.
 func (v *BranchView) copyUp(key string, empty bool) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	up := filepath.Join(v.upper, key)
-	if _, err := os.Lstat(up); err == nil {
+	var st unix.Stat_t
+	if lstatBeneath(v.upper, key, &st) == nil {
 		return nil
 	}
 	src, err := v.resolve(key)
@@ -26,13 +28,30 @@ func (v *BranchView) copyUp(key string, empty bool) error {
 	if err := v.upperParents(key); err != nil {
 		return err
 	}
-	fi, err := os.Lstat(src.path)
+	fi, err := src.info()
 	if err != nil {
 		return err
 	}
+	up, err := atBeneath(v.upper, key)
+	if err != nil {
+		return err
+	}
+	defer up.close()
+	if err := copyUpAt(src, up, fi, empty); err != nil {
+		return err
+	}
+	if err := unix.Fstatat(up.dir, up.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	v.number(key, true, &st)
+	return nil
+}
+
+// copyUpAt makes up a copy of src, which is fi.
+func copyUpAt(src source, up at, fi os.FileInfo, empty bool) error {
 	switch {
 	case src.dir || fi.IsDir():
-		if err := os.Mkdir(up, fi.Mode().Perm()); err != nil {
+		if err := unix.Mkdirat(up.dir, up.name, uint32(fi.Mode().Perm())); err != nil {
 			return err
 		}
 		return keepOwner(up, fi)
@@ -41,7 +60,7 @@ func (v *BranchView) copyUp(key string, empty bool) error {
 		if err != nil {
 			return err
 		}
-		return os.Symlink(target, up)
+		return unix.Symlinkat(target, up.dir, up.name)
 	}
 	if err := copyFile(src, up, fi, empty); err != nil {
 		return err
@@ -49,10 +68,10 @@ func (v *BranchView) copyUp(key string, empty bool) error {
 	if src.owner == nil {
 		return keepOwner(up, fi)
 	}
-	if err := os.Chmod(up, src.owner.Perm.Perm()); err != nil {
+	if err := unix.Fchownat(up.dir, up.name, int(src.owner.Uid), int(src.owner.Gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return err
 	}
-	return os.Lchown(up, int(src.owner.Uid), int(src.owner.Gid))
+	return unix.Fchmodat(up.dir, up.name, uint32(src.owner.Perm.Perm()), 0)
 }
 
 // upperParents makes the directories above key in the upper directory,
@@ -62,7 +81,8 @@ func (v *BranchView) upperParents(key string) error {
 	if dir == "." {
 		return nil
 	}
-	if _, err := os.Lstat(filepath.Join(v.upper, dir)); err == nil {
+	var st unix.Stat_t
+	if lstatBeneath(v.upper, dir, &st) == nil {
 		return nil
 	}
 	if err := v.upperParents(dir); err != nil {
@@ -70,26 +90,40 @@ func (v *BranchView) upperParents(key string) error {
 	}
 	var fi os.FileInfo
 	if src, err := v.resolve(dir); err == nil && !src.dir {
-		fi, _ = os.Stat(src.path)
+		if fi, err = src.info(); err != nil || !fi.IsDir() {
+			fi = nil
+		}
 	}
-	up := filepath.Join(v.upper, dir)
+	up, err := atBeneath(v.upper, dir)
+	if err != nil {
+		return err
+	}
+	defer up.close()
 	if fi == nil {
-		return os.Mkdir(up, 0o755)
+		return unix.Mkdirat(up.dir, up.name, 0o755)
 	}
-	if err := os.Mkdir(up, fi.Mode().Perm()); err != nil {
+	if err := unix.Mkdirat(up.dir, up.name, uint32(fi.Mode().Perm())); err != nil {
 		return err
 	}
 	return keepOwner(up, fi)
 }
 
+// copyUpSuffix names a copy being made beside the file it becomes.
+const copyUpSuffix = ".dshfs-copyup"
+
 // copyFile copies src to a temporary file beside dst, then renames it in:
 // a copy cut short never shows as the branch's file.
-func copyFile(src source, dst string, fi os.FileInfo, empty bool) error {
-	tmp := dst + ".dshfs-copyup"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, fi.Mode().Perm())
-	if err != nil {
-		return err
+func copyFile(src source, dst at, fi os.FileInfo, empty bool) error {
+	tmp := dst.name
+	if len(tmp) > 255-len(copyUpSuffix) { // NAME_MAX: copy-ups are one at a time
+		tmp = tmp[:255-len(copyUpSuffix)]
 	}
+	tmp += copyUpSuffix
+	fd, err := unix.Openat(dst.dir, tmp, unix.O_CREAT|unix.O_TRUNC|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(fi.Mode().Perm()))
+	if err != nil {
+		return &os.PathError{Op: "copy up", Path: src.rel, Err: err}
+	}
+	out := os.NewFile(uintptr(fd), tmp)
 	if !empty {
 		err = cloneInto(out, src, fi)
 	}
@@ -100,13 +134,14 @@ func copyFile(src source, dst string, fi os.FileInfo, empty bool) error {
 		err = cerr
 	}
 	if err == nil && !empty {
-		err = os.Chtimes(tmp, fi.ModTime(), fi.ModTime())
+		mt := unix.NsecToTimespec(fi.ModTime().UnixNano())
+		err = unix.UtimesNanoAt(dst.dir, tmp, []unix.Timespec{mt, mt}, unix.AT_SYMLINK_NOFOLLOW)
 	}
 	if err == nil {
-		err = os.Rename(tmp, dst)
+		err = unix.Renameat(dst.dir, tmp, dst.dir, dst.name)
 	}
 	if err != nil {
-		os.Remove(tmp)
+		unix.Unlinkat(dst.dir, tmp, 0)
 	}
 	return err
 }
@@ -172,13 +207,13 @@ func openSame(src source, fi os.FileInfo) (*os.File, error) {
 // keepOwner gives a copied-up file or directory the owner, group and
 // permission bits (setgid and sticky too, not setuid) of what it copies.
 // A daemon that is not root keeps what it can: its own files' bits.
-func keepOwner(up string, fi os.FileInfo) error {
+func keepOwner(up at, fi os.FileInfo) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return nil
 	}
-	if err := os.Lchown(up, int(st.Uid), int(st.Gid)); err != nil && os.Geteuid() == 0 {
+	if err := unix.Fchownat(up.dir, up.name, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW); err != nil && os.Geteuid() == 0 {
 		return err
 	}
-	return os.Chmod(up, fi.Mode()&(os.ModePerm|os.ModeSetgid|os.ModeSticky))
+	return unix.Fchmodat(up.dir, up.name, uint32(st.Mode&(unix.S_ISGID|unix.S_ISVTX|0o777)), 0)
 }

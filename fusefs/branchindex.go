@@ -75,6 +75,23 @@ func (x *branchIndex) save() error {
 	return os.Rename(tmp, x.file)
 }
 
+// dropBelow forgets the entries below directory key, and saves the index
+// if there were any.
+func (x *branchIndex) dropBelow(key string) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	n := len(x.entries)
+	for k := range x.entries {
+		if strings.HasPrefix(k, key+"/") {
+			delete(x.entries, k)
+		}
+	}
+	if len(x.entries) == n {
+		return nil
+	}
+	return x.save()
+}
+
 func (x *branchIndex) get(key string) string {
 	x.mu.Lock()
 	defer x.mu.Unlock()

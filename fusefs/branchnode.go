@@ -3,7 +3,6 @@ package fusefs
 import (
 	"context"
 	"path"
-	"path/filepath"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -12,7 +11,8 @@ import (
 )
 
 // bnode is a path in a branch view; every operation resolves it anew, so a
-// node keeps its inode number across its copy-up.
+// node keeps its inode number across its copy-up. A node unlinked while
+// open has no path: its open handles answer for it.
 type bnode struct {
 	fs.Inode
 	v *BranchView
@@ -31,24 +31,61 @@ func (n *bnode) child(ctx context.Context, key string, out *fuse.EntryOut) (*fs.
 	if errno := n.v.stat(key, &out.Attr); errno != 0 {
 		return nil, errno
 	}
-	c := &bnode{v: n.v}
-	ino := n.v.inoOf(key)
-	out.Attr.Ino = ino
-	return n.NewInode(ctx, c, fs.StableAttr{Mode: out.Attr.Mode & syscall.S_IFMT, Ino: ino}), 0
+	// A hard link's names have one number: the bridge answers the
+	// node it has for the number, not this one.
+	return n.NewInode(ctx, &bnode{v: n.v}, fs.StableAttr{Mode: out.Attr.Mode & syscall.S_IFMT, Ino: out.Attr.Ino}), 0
 }
 
 var _ = (fs.NodeLookuper)((*bnode)(nil))
 
 func (n *bnode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	// The kernel leaves NAME_MAX to the filesystem, and the layers would
+	// answer ENOENT for such a name (or refuse it only when it is made).
+	if len(name) > nameMax {
+		return nil, syscall.ENAMETOOLONG
+	}
 	return n.child(ctx, n.childKey(name), out)
 }
+
+// nameMax is the longest name of a directory entry.
+const nameMax = 255
 
 var _ = (fs.NodeGetattrer)((*bnode)(nil))
 
 func (n *bnode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	errno := n.v.stat(n.key(), &out.Attr)
+	errno, orphan := n.onOrphan(f, func(fd int) syscall.Errno { return fstatAttr(fd, &out.Attr) })
+	if !orphan {
+		errno = n.v.stat(n.key(), &out.Attr)
+	}
 	out.Ino = n.StableAttr().Ino // the node's, before and after its copy-up
 	return errno
+}
+
+// onOrphan runs do on a descriptor of the node's file if the node has no
+// name left (unlinked while open): f's, else any open handle's.
+func (n *bnode) onOrphan(f fs.FileHandle, do func(fd int) syscall.Errno) (syscall.Errno, bool) {
+	if n.IsRoot() {
+		return 0, false
+	}
+	if _, parent := n.Parent(); parent != nil {
+		return 0, false
+	}
+	if b, ok := f.(*bfile); ok {
+		return do(b.fd), true
+	}
+	if errno, ok := n.v.withFd(n.StableAttr().Ino, do); ok {
+		return errno, true
+	}
+	return syscall.ENOENT, true
+}
+
+func fstatAttr(fd int, out *fuse.Attr) syscall.Errno {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return toErrno(err)
+	}
+	fillAttr(out, &st)
+	return 0
 }
 
 var _ = (fs.NodeReaddirer)((*bnode)(nil))
@@ -79,24 +116,33 @@ func (n *bnode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, 
 	if err != nil {
 		return nil, 0, toErrno(err)
 	}
-	if writes {
-		n.v.track(key, 1)
-		return &bfile{FileHandle: fs.NewLoopbackFile(fd), key: key}, 0, 0
-	}
-	return fs.NewLoopbackFile(fd), 0, 0
+	return n.v.handle(fd, key, n.StableAttr().Ino, writes), viewOpenFlags, 0
 }
 
-// bfile is a handle open for writing: the view counts it until released.
+// viewOpenFlags are the FOPEN flags of the view's handles. No close of
+// one waits for the view (FOPEN_NOFLUSH): a close at the daemon's exit —
+// of a descriptor the branch's mount kept because its release was lost at
+// its unmount — would wait for ever for a server gone with the process. A
+// flush has nothing to do here: the view's bytes are in its layer's files
+// from each write, and a release ends a writer.
+const viewOpenFlags = fuse.FOPEN_NOFLUSH
+
+// bfile is a handle of the view on its descriptor fd, open on key, whose
+// node has the number ino. One open for writing (writes) the view counts
+// until it is released.
 type bfile struct {
 	fs.FileHandle
-	key string
+	fd     int
+	key    string
+	ino    uint64
+	writes bool
 }
 
 var _ = (fs.NodeReleaser)((*bnode)(nil))
 
 func (n *bnode) Release(ctx context.Context, f fs.FileHandle) syscall.Errno {
 	if b, ok := f.(*bfile); ok {
-		n.v.track(b.key, -1)
+		n.v.release(b)
 		f = b.FileHandle
 	}
 	if r, ok := f.(fs.FileReleaser); ok {
@@ -176,34 +222,43 @@ func (n *bnode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	return 0
 }
 
-// upperPath is key's path in the upper directory, its parents made there.
-func (n *bnode) upperPath(key string) (string, syscall.Errno) {
-	n.v.mu.Lock()
-	defer n.v.mu.Unlock()
-	if err := n.v.upperParents(key); err != nil {
-		return "", toErrno(err)
-	}
-	return filepath.Join(n.v.upper, key), 0
-}
-
 var _ = (fs.NodeSetattrer)((*bnode)(nil))
 
 func (n *bnode) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	key := n.key()
-	size, truncates := in.GetSize()
-	if err := n.v.copyUp(key, truncates && size == 0); err != nil {
-		return toErrno(err)
+	errno, orphan := n.onOrphan(f, func(fd int) syscall.Errno {
+		if errno := setattrPath(fdPath(fd), in); errno != 0 {
+			return errno
+		}
+		return fstatAttr(fd, &out.Attr)
+	})
+	if !orphan {
+		errno = n.v.setattr(n.key(), in, &out.Attr)
 	}
-	p := filepath.Join(n.v.upper, key)
-	if errno := setattrPath(p, in); errno != 0 {
-		return errno
-	}
-	errno := n.v.stat(key, &out.Attr)
 	out.Ino = n.StableAttr().Ino
 	return errno
 }
 
-// setattrPath applies in's changes to the file at p.
+// setattr applies in's changes to key, copied up first, and fills out
+// with its attributes then.
+func (v *BranchView) setattr(key string, in *fuse.SetAttrIn, out *fuse.Attr) syscall.Errno {
+	size, truncates := in.GetSize()
+	if err := v.copyUp(key, truncates && size == 0); err != nil {
+		return toErrno(err)
+	}
+	fd, err := openBeneathFd(v.upper, key, oPath)
+	if err != nil {
+		return toErrno(err)
+	}
+	errno := setattrPath(fdPath(fd), in)
+	unix.Close(fd)
+	if errno != 0 {
+		return errno
+	}
+	return v.stat(key, out)
+}
+
+// setattrPath applies in's changes to the file at p, a descriptor's path
+// in /proc (fdPath): a symlink's own mode, owner and times.
 func setattrPath(p string, in *fuse.SetAttrIn) syscall.Errno {
 	if m, ok := in.GetMode(); ok {
 		if err := syscall.Chmod(p, m&07777); err != nil {
@@ -211,7 +266,7 @@ func setattrPath(p string, in *fuse.SetAttrIn) syscall.Errno {
 		}
 	}
 	if u, g, ok := setattrOwner(in); ok {
-		if err := syscall.Lchown(p, u, g); err != nil {
+		if err := syscall.Chown(p, u, g); err != nil {
 			return toErrno(err)
 		}
 	}
@@ -221,7 +276,7 @@ func setattrPath(p string, in *fuse.SetAttrIn) syscall.Errno {
 		}
 	}
 	if ts := setattrTimes(in); ts != nil {
-		return toErrno(unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, unix.AT_SYMLINK_NOFOLLOW))
+		return toErrno(unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, 0))
 	}
 	return 0
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // list is the union listing of directory key: the upper directory's
@@ -93,10 +94,11 @@ var _ = (fs.NodeCreater)((*bnode)(nil))
 
 func (n *bnode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	key := n.childKey(name)
-	p, errno := n.upperPath(key)
+	a, errno := n.v.upperAt(key)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
+	defer a.close()
 	if flags&syscall.O_EXCL != 0 {
 		if _, err := n.v.resolve(key); err == nil {
 			return nil, nil, 0, syscall.EEXIST
@@ -104,18 +106,32 @@ func (n *bnode) Create(ctx context.Context, name string, flags uint32, mode uint
 	} else if err := n.v.copyUp(key, true); err != nil && toErrno(err) != syscall.ENOENT {
 		return nil, nil, 0, toErrno(err)
 	}
-	fd, err := syscall.Open(p, int(flags)|syscall.O_CREAT|syscall.O_NOFOLLOW, mode)
+	fd, err := unix.Openat(a.dir, a.name, int(flags)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
 	n.v.unwhite(key)
 	child, errno := n.child(ctx, key, out)
 	if errno != 0 {
-		syscall.Close(fd)
+		unix.Close(fd)
 		return nil, nil, 0, errno
 	}
-	n.v.track(key, 1)
-	return child, &bfile{FileHandle: fs.NewLoopbackFile(fd), key: key}, 0, 0
+	return child, n.v.handle(fd, key, out.Attr.Ino, true), viewOpenFlags, 0
+}
+
+// upperAt is key's name in its directory of the upper layer, the
+// directories above it made there.
+func (v *BranchView) upperAt(key string) (at, syscall.Errno) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err := v.upperParents(key); err != nil {
+		return at{}, toErrno(err)
+	}
+	a, err := atBeneath(v.upper, key)
+	if err != nil {
+		return at{}, toErrno(err)
+	}
+	return a, 0
 }
 
 // unwhite forgets a whiteout at key, which exists again.
@@ -132,11 +148,12 @@ func (n *bnode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.E
 	if _, err := n.v.resolve(key); err == nil {
 		return nil, syscall.EEXIST
 	}
-	p, errno := n.upperPath(key)
+	a, errno := n.v.upperAt(key)
 	if errno != 0 {
 		return nil, errno
 	}
-	if err := syscall.Mkdir(p, mode); err != nil {
+	defer a.close()
+	if err := unix.Mkdirat(a.dir, a.name, mode); err != nil {
 		return nil, toErrno(err)
 	}
 	if n.v.index.get(key) == entryWhiteout {
@@ -152,11 +169,12 @@ func (n *bnode) Symlink(ctx context.Context, target, name string, out *fuse.Entr
 	if _, err := n.v.resolve(key); err == nil {
 		return nil, syscall.EEXIST
 	}
-	p, errno := n.upperPath(key)
+	a, errno := n.v.upperAt(key)
 	if errno != 0 {
 		return nil, errno
 	}
-	if err := syscall.Symlink(target, p); err != nil {
+	defer a.close()
+	if err := unix.Symlinkat(target, a.dir, a.name); err != nil {
 		return nil, toErrno(err)
 	}
 	n.v.unwhite(key)
@@ -172,11 +190,12 @@ func (n *bnode) Mknod(ctx context.Context, name string, mode, dev uint32, out *f
 	if _, err := n.v.resolve(key); err == nil {
 		return nil, syscall.EEXIST
 	}
-	p, errno := n.upperPath(key)
+	a, errno := n.v.upperAt(key)
 	if errno != 0 {
 		return nil, errno
 	}
-	if err := syscall.Mknod(p, mode, int(dev)); err != nil {
+	defer a.close()
+	if err := mknodat(a.dir, a.name, mode, int(dev)); err != nil {
 		return nil, toErrno(err)
 	}
 	n.v.unwhite(key)
@@ -211,7 +230,7 @@ func (v *BranchView) remove(key string, dir bool) syscall.Errno {
 		return toErrno(err)
 	}
 	if src.upper {
-		if err := removeBeneath(src.root, src.rel, dir); err != nil {
+		if err := v.removeUpper(key, dir); err != nil {
 			return toErrno(err)
 		}
 	}
@@ -225,47 +244,27 @@ func (v *BranchView) remove(key string, dir bool) syscall.Errno {
 	return 0
 }
 
-var _ = (fs.NodeRenamer)((*bnode)(nil))
-
-// Rename moves a file within the view: it is copied up and its old name
-// whited out. Directories answer EXDEV, as for a move across filesystems.
-func (n *bnode) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	from, to := n.childKey(name), newParent.(*bnode).childKey(newName)
-	src, err := n.v.resolve(from)
+// removeUpper removes key's upper file, and forgets its number if it was
+// the file's last name.
+func (v *BranchView) removeUpper(key string, dir bool) error {
+	a, err := atBeneath(v.upper, key)
 	if err != nil {
-		return toErrno(err)
+		return err
 	}
-	if fi, err := os.Lstat(src.path); err != nil || src.dir || fi.IsDir() || flags&^uint32(1) != 0 {
-		return syscall.EXDEV
+	defer a.close()
+	v.forgetUpper(a)
+	flags := 0
+	if dir {
+		flags = unix.AT_REMOVEDIR
 	}
-	if flags&1 != 0 { // RENAME_NOREPLACE
-		if _, err := n.v.resolve(to); err == nil {
-			return syscall.EEXIST
-		}
-	}
-	if err := n.v.copyUp(from, false); err != nil {
-		return toErrno(err)
-	}
-	dst, errno := n.upperPath(to)
-	if errno != 0 {
-		return errno
-	}
-	if err := syscall.Rename(filepath.Join(n.v.upper, from), dst); err != nil {
-		return toErrno(err)
-	}
-	n.v.moveIno(from, to)
-	n.v.unwhite(to)
-	if _, err := n.v.resolveLower(from); err == nil && !n.v.index.opaqueAbove(from) {
-		return toErrno(n.v.index.set(from, entryWhiteout))
-	}
-	return 0
+	return unix.Unlinkat(a.dir, a.name, flags)
 }
 
 var _ = (fs.NodeLinker)((*bnode)(nil))
 
 // Link links within the upper layer: the target is copied up first. (The
 // mount over the view links a new file's temporary name to its name when
-// a tool writes it.) Each name has an inode number of its own in the view.
+// a tool writes it.) The names are one inode, numbered by the upper file.
 func (n *bnode) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	from, to := target.(*bnode).key(), n.childKey(name)
 	if _, err := n.v.resolve(to); err == nil {
@@ -274,17 +273,24 @@ func (n *bnode) Link(ctx context.Context, target fs.InodeEmbedder, name string, 
 	if err := n.v.copyUp(from, false); err != nil {
 		return nil, toErrno(err)
 	}
-	dst, errno := n.upperPath(to)
-	if errno != 0 {
+	if errno := n.v.linkUpper(from, to); errno != 0 {
 		return nil, errno
 	}
-	if err := syscall.Link(filepath.Join(n.v.upper, from), dst); err != nil {
-		return nil, toErrno(err)
-	}
 	n.v.unwhite(to)
-	// The new name is a node of its own here, so the kernel does not know
-	// the linked-to node's count changed: drop its cached attributes (a
-	// negative offset leaves its pages alone and takes no lock).
-	target.EmbeddedInode().NotifyContent(-1, 0)
 	return n.child(ctx, to, out)
+}
+
+// linkUpper links the upper file from to the name to.
+func (v *BranchView) linkUpper(from, to string) syscall.Errno {
+	src, err := atBeneath(v.upper, from)
+	if err != nil {
+		return toErrno(err)
+	}
+	defer src.close()
+	dst, errno := v.upperAt(to)
+	if errno != 0 {
+		return errno
+	}
+	defer dst.close()
+	return toErrno(unix.Linkat(src.dir, src.name, dst.dir, dst.name, 0))
 }

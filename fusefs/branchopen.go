@@ -119,20 +119,30 @@ func readlinkBeneath(root, rel string) (string, error) {
 	return string(buf[:n]), nil
 }
 
-// removeBeneath unlinks (dir: removes the directory) rel below root, as
-// openBeneath finds it.
-func removeBeneath(root, rel string, dir bool) error {
-	dirfd, base, err := parentBeneath(root, rel)
+// at is a name in an open directory of a layer. The view works on its
+// layers' files relative to such a directory, opened one element at a time
+// (parentBeneath): a path of any length below a layer works, as it does
+// below the workspace, though the layer itself lies deeper.
+type at struct {
+	dir  int
+	name string
+}
+
+// atBeneath opens the directory holding rel below root.
+func atBeneath(root, rel string) (at, error) {
+	fd, base, err := parentBeneath(root, rel)
+	return at{dir: fd, name: base}, err
+}
+
+func (a at) close() { unix.Close(a.dir) }
+
+// lstatInfo is lstatBeneath as an os.FileInfo.
+func lstatInfo(root, rel string) (os.FileInfo, error) {
+	fd, err := openBeneathFd(root, rel, oPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer unix.Close(dirfd)
-	flags := 0
-	if dir {
-		flags = unix.AT_REMOVEDIR
-	}
-	if err := unix.Unlinkat(dirfd, base, flags); err != nil {
-		return &os.PathError{Op: "remove", Path: rel, Err: err}
-	}
-	return nil
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	return f.Stat()
 }

@@ -10,24 +10,31 @@ package fusefs
 //     the branch point, or the bytes of its version then (frozen: written
 //     out once from the object store into the branch's frozen directory).
 //
-// The first change to a file copies it up whole (copyup.go); a truncating
-// open or a truncation to zero copies nothing. Renaming a directory answers
-// EXDEV (mv copies it); a link is made within the upper directory. The view is served read-write to its
-// owner only: the daemon mounts it in a 0700 directory, without
-// allow_other, and versions nothing: the branch's ordinary dshfs mount over
-// it does.
+// The first change to a file copies it up whole (branchcopyup.go); a
+// truncating open or a truncation to zero copies nothing. A directory of the
+// branch's own renames; one showing anything of the snapshot answers EXDEV
+// (mv copies it) (branchrename.go). A link is made within the upper
+// directory, and a file there is numbered by its inode, so its names are one
+// node. The layers are worked on through directories opened one element at a
+// time (branchopen.go): no symlink is followed, and paths of any length work.
+// The view is served read-write to its owner only: the daemon mounts it in a
+// 0700 directory, without allow_other, and versions nothing: the branch's
+// ordinary dshfs mount over it does.
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/dshfs/dshfs/versionstore"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -46,12 +53,20 @@ type BranchView struct {
 	mu      sync.Mutex     // copy-ups and index changes
 	writing map[string]int // open-for-write handles by path
 
+	// The open handles by their node's number: a node unlinked while open
+	// is answered for by one of its descriptors.
+	handleMu sync.Mutex
+	handles  map[uint64]map[*bfile]bool
+
 	// A path keeps its inode number for as long as the view is served
 	// (the kernel forgets nodes, and the mount over the view compares
-	// numbers to find entries swapped under it).
-	inoMu   sync.Mutex
-	inos    map[string]uint64
-	nextIno uint64
+	// numbers to find entries swapped under it); a file of the branch's
+	// own layer is numbered by its inode there, so its hard links are one
+	// inode, and keeps the number its path had before its copy-up.
+	inoMu    sync.Mutex
+	inos     map[string]uint64 // by path
+	upperIno map[uint64]uint64 // by inode in the upper directory
+	nextIno  uint64
 }
 
 // BranchViewOptions say where a branch view keeps its layer.
@@ -75,14 +90,19 @@ func MountBranchView(mnt string, store *versionstore.Store, snap *versionstore.S
 	if err := likeRoot(o.Upper, store.Root()); err != nil {
 		return nil, err
 	}
-	v := &BranchView{snap: snap, store: store, lower: store.Root(), upper: o.Upper, frozen: o.Frozen, index: idx, writing: map[string]int{},
-		inos: map[string]uint64{}, nextIno: 2}
+	v := newBranchView(store, snap, idx, o.Upper, o.Frozen)
 	server, err := mountView(mnt, &bnode{v: v}, o)
 	if err != nil {
 		return nil, mountError(err)
 	}
 	v.server, v.mnt = server, mnt
 	return v, nil
+}
+
+// newBranchView is the view of upper over snap, not mounted.
+func newBranchView(store *versionstore.Store, snap *versionstore.Snapshot, idx *branchIndex, upper, frozen string) *BranchView {
+	return &BranchView{snap: snap, store: store, lower: store.Root(), upper: upper, frozen: frozen, index: idx, writing: map[string]int{}, handles: map[uint64]map[*bfile]bool{},
+		inos: map[string]uint64{}, upperIno: map[uint64]uint64{}, nextIno: 2}
 }
 
 // Unmount unmounts the view.
@@ -145,14 +165,17 @@ func (s source) open(flags int) (int, error) { return openBeneathFd(s.root, s.re
 // lstat is the source's lstat, following no symlink below its layer.
 func (s source) lstat(st *unix.Stat_t) error { return lstatBeneath(s.root, s.rel, st) }
 
+// info is lstat as an os.FileInfo.
+func (s source) info() (os.FileInfo, error) { return lstatInfo(s.root, s.rel) }
+
 // resolve finds key in the view.
 func (v *BranchView) resolve(key string) (source, error) {
 	if v.index.hidden(key) {
 		return source{}, syscall.ENOENT
 	}
-	up := filepath.Join(v.upper, key)
-	if _, err := os.Lstat(up); err == nil {
-		return source{path: up, root: v.upper, rel: key, upper: true}, nil
+	var st unix.Stat_t
+	if err := lstatBeneath(v.upper, key, &st); err == nil {
+		return source{path: filepath.Join(v.upper, key), root: v.upper, rel: key, upper: true}, nil
 	}
 	if v.index.opaqueAbove(key) {
 		return source{}, syscall.ENOENT
@@ -171,7 +194,7 @@ func (v *BranchView) resolveLower(key string) (source, error) {
 	}
 	if !st.Changed {
 		live := filepath.Join(v.lower, key)
-		fi, err := os.Lstat(live)
+		fi, err := lstatInfo(v.lower, key)
 		if err != nil {
 			return v.impliedDir(key)
 		}
@@ -254,6 +277,7 @@ func (v *BranchView) stat(key string, out *fuse.Attr) syscall.Errno {
 		return toErrno(err)
 	}
 	fillAttr(out, &st)
+	out.Ino = v.number(key, src.upper, &st)
 	if o := src.owner; o != nil {
 		out.Uid, out.Gid = o.Uid, o.Gid
 		out.Mode = out.Mode&^0o7777 | uint32(o.Perm.Perm())
@@ -270,36 +294,95 @@ func (v *BranchView) track(key string, delta int) {
 	}
 }
 
+// handle makes a handle of fd, open on key, for the node numbered ino.
+func (v *BranchView) handle(fd int, key string, ino uint64, writes bool) *bfile {
+	h := &bfile{FileHandle: fs.NewLoopbackFile(fd), fd: fd, key: key, ino: ino, writes: writes}
+	v.handleMu.Lock()
+	defer v.handleMu.Unlock()
+	if writes {
+		v.track(key, 1)
+	}
+	if v.handles[ino] == nil {
+		v.handles[ino] = map[*bfile]bool{}
+	}
+	v.handles[ino][h] = true
+	return h
+}
+
+// release forgets the handle h, released.
+func (v *BranchView) release(h *bfile) {
+	v.handleMu.Lock()
+	defer v.handleMu.Unlock()
+	if h.writes {
+		v.track(h.key, -1)
+	}
+	if delete(v.handles[h.ino], h); len(v.handles[h.ino]) == 0 {
+		delete(v.handles, h.ino)
+	}
+}
+
+// moveHandles gives the handles open on from, or below it, and their
+// open-for-write counts, the paths they have once from is renamed to to.
+func (v *BranchView) moveHandles(from, to string) {
+	v.handleMu.Lock()
+	defer v.handleMu.Unlock()
+	for _, hs := range v.handles {
+		for h := range hs {
+			if k, ok := movedKey(h.key, from, to); ok {
+				if h.writes {
+					v.track(h.key, -1)
+					v.track(k, 1)
+				}
+				h.key = k
+			}
+		}
+	}
+}
+
+// movedKey is key once from is renamed to to, if key is from or below it.
+func movedKey(key, from, to string) (string, bool) {
+	if key == from || strings.HasPrefix(key, from+"/") {
+		return to + key[len(from):], true
+	}
+	return key, false
+}
+
+// withFd runs do on the descriptor of a handle open on the node numbered
+// ino, if one is: a handle released meanwhile is closed only after.
+func (v *BranchView) withFd(ino uint64, do func(fd int) syscall.Errno) (syscall.Errno, bool) {
+	v.handleMu.Lock()
+	defer v.handleMu.Unlock()
+	for h := range v.handles[ino] {
+		return do(h.fd), true
+	}
+	return 0, false
+}
+
 // Changes lists what the branch changed, for a merge: every regular file
 // of its own (with its bytes) and every file it deleted. Files open for
 // writing in the branch are marked.
 func (v *BranchView) Changes() ([]versionstore.BranchChange, error) {
 	writing := v.SettledWriting(versionstore.MergeWriterGrace)
+	var keys []string
+	if err := v.upperFiles(".", &keys); err != nil {
+		return nil, err
+	}
 	var out []versionstore.BranchChange
-	err := filepath.WalkDir(v.upper, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() || strings.HasSuffix(p, ".dshfs-copyup") {
-			return err
-		}
-		key, _ := filepath.Rel(v.upper, p)
-		key = filepath.ToSlash(key)
+	for _, key := range keys {
 		// Read below the layer, following no symlink: what the walk saw
 		// may have been swapped for a link since.
 		data, fi, err := readRegular(v.upper, key)
 		if notReadable(err) {
-			return nil // no file to merge, as a symlink seen by the walk
+			continue // no file to merge, as a symlink seen by the walk
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out = append(out, versionstore.BranchChange{Key: key, Version: versionstore.Sum(data), Data: data, Perm: fi.Mode().Perm(), Writing: writing[key]})
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	for _, key := range v.index.whiteouts() {
 		if src, err := v.resolveLower(key); err == nil && !src.dir {
-			if fi, err := os.Lstat(src.path); err == nil && fi.Mode().IsRegular() {
+			if fi, err := src.info(); err == nil && fi.Mode().IsRegular() {
 				out = append(out, versionstore.BranchChange{Key: key})
 			}
 		}
@@ -307,10 +390,68 @@ func (v *BranchView) Changes() ([]versionstore.BranchChange, error) {
 	return out, nil
 }
 
-// inoOf is key's inode number.
-func (v *BranchView) inoOf(key string) uint64 {
+// upperFiles adds to keys the regular files below directory key of the
+// upper directory, in lexical order, each directory opened below the layer
+// (so a path of any length is walked).
+func (v *BranchView) upperFiles(key string, keys *[]string) error {
+	d, err := openBeneath(v.upper, key, unix.O_RDONLY|unix.O_DIRECTORY)
+	if notReadable(err) {
+		return nil // swapped for a symlink since the walk saw it
+	}
+	if err != nil {
+		return err
+	}
+	ents, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	for _, e := range ents {
+		k := path.Join(key, e.Name())
+		switch {
+		case e.IsDir():
+			if err := v.upperFiles(k, keys); err != nil {
+				return err
+			}
+		case e.Type().IsRegular() && !strings.HasSuffix(k, copyUpSuffix):
+			*keys = append(*keys, k)
+		}
+	}
+	return nil
+}
+
+// number is the inode number of key, whose file (in the upper directory
+// if upper is set) has the attributes st.
+func (v *BranchView) number(key string, upper bool, st *unix.Stat_t) uint64 {
 	v.inoMu.Lock()
 	defer v.inoMu.Unlock()
+	if !upper {
+		return v.pathIno(key)
+	}
+	if ino, ok := v.upperIno[st.Ino]; ok {
+		return ino
+	}
+	ino := v.pathIno(key)
+	v.upperIno[st.Ino] = ino
+	return ino
+}
+
+// forgetUpper forgets the number of the upper file about to be removed
+// (rel, below the directory a) when it is its last name: the layer may
+// give its inode to a file made later.
+func (v *BranchView) forgetUpper(a at) {
+	var st unix.Stat_t
+	if unix.Fstatat(a.dir, a.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Nlink > 1 && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return
+	}
+	v.inoMu.Lock()
+	defer v.inoMu.Unlock()
+	delete(v.upperIno, st.Ino)
+}
+
+// pathIno is key's number by path; inoMu is held.
+func (v *BranchView) pathIno(key string) uint64 {
 	ino, ok := v.inos[key]
 	if !ok {
 		ino = v.nextIno
@@ -330,6 +471,26 @@ func (v *BranchView) moveIno(from, to string) {
 	if ok && to != "" {
 		v.inos[to] = ino
 	}
+}
+
+// moveInos moves the numbers of directory from and of the paths below it
+// to to, a directory renamed.
+func (v *BranchView) moveInos(from, to string) {
+	v.inoMu.Lock()
+	defer v.inoMu.Unlock()
+	moved := map[string]uint64{}
+	for k, ino := range v.inos {
+		if nk, ok := movedKey(k, from, to); ok {
+			moved[nk] = ino
+			delete(v.inos, k)
+		}
+	}
+	for k := range v.inos {
+		if strings.HasPrefix(k, to+"/") {
+			delete(v.inos, k) // the replaced directory's: it was empty
+		}
+	}
+	maps.Copy(v.inos, moved)
 }
 
 // likeRoot gives the upper directory, which is the view's root, the

@@ -4,11 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/dshfs/dshfs/versionstore"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // unmountedView is a branch view of the workspace ws at a checkpoint made
@@ -36,8 +39,7 @@ func unmountedView(t *testing.T, ws string) *BranchView {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &BranchView{snap: snap, store: st, lower: ws, upper: filepath.Join(bd, "upper"), frozen: filepath.Join(bd, "frozen"),
-		index: idx, writing: map[string]int{}, inos: map[string]uint64{}, nextIno: 2}
+	return newBranchView(st, snap, idx, filepath.Join(bd, "upper"), filepath.Join(bd, "frozen"))
 }
 
 // A workspace directory swapped for a symlink after the branch point (by
@@ -150,5 +152,53 @@ func TestBranchViewUnjournaledChangeKeepsTheBranchPoint(t *testing.T) {
 	b, err := os.ReadFile(src.path)
 	if err != nil || string(b) != "then\n" {
 		t.Fatalf("the branch shows %q, %v; want the branch point's %q", b, err, "then\n")
+	}
+}
+
+// A merge takes a branch's file however deep below the branch's root it
+// lies, though the layer's own path makes its whole path longer than
+// PATH_MAX.
+func TestBranchChangesDeepPath(t *testing.T) {
+	v := unmountedView(t, t.TempDir())
+	dir, err := unix.Open(v.upper, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	must(t, err)
+	var key []string
+	for i := range 16 { // 4,079 bytes below the layer, and a file
+		name := strings.Repeat(string(rune('a'+i)), min(255, 4079-256*i))
+		key = append(key, name)
+		must(t, unix.Mkdirat(dir, name, 0o755))
+		next, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(dir)
+		must(t, err)
+		dir = next
+	}
+	fd, err := unix.Openat(dir, "f", unix.O_CREAT|unix.O_WRONLY, 0o644)
+	unix.Close(dir)
+	must(t, err)
+	_, err = unix.Write(fd, []byte("deep\n"))
+	unix.Close(fd)
+	must(t, err)
+	changes, err := v.Changes()
+	want := strings.Join(append(key, "f"), "/")
+	if err != nil || len(changes) != 1 || changes[0].Key != want || string(changes[0].Data) != "deep\n" {
+		t.Fatalf("changes of a branch with a file %d bytes deep: %d, %.200v; want that file", len(want), len(changes), err)
+	}
+}
+
+// A file open for writing in a directory renamed is counted as written
+// under its new path, and no longer once released.
+func TestBranchRenameMovesWriters(t *testing.T) {
+	v := unmountedView(t, t.TempDir())
+	fd, err := unix.Open(os.DevNull, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	must(t, err)
+	h := v.handle(fd, "d/f", 5, true) // owns fd: closed by its release
+	defer h.FileHandle.(fs.FileReleaser).Release(context.Background())
+	v.moveHandles("d", "e")
+	if w := v.Writing(); len(w) != 1 || !w["e/f"] {
+		t.Errorf("writing after renaming d to e: %v; want e/f", w)
+	}
+	v.release(h)
+	if w := v.Writing(); len(w) != 0 {
+		t.Errorf("writing after the release: %v; want none", w)
 	}
 }

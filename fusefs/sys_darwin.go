@@ -34,6 +34,9 @@ const (
 
 func mknodat(dirfd int, name string, mode uint32, dev int) error { return unix.ENOTSUP }
 
+// fdPath leads to the file open at fd, as /proc/self/fd does on Linux.
+func fdPath(fd int) string { return "/dev/fd/" + itoa(fd) }
+
 func detach(mnt string) error { return unix.Unmount(mnt, unix.MNT_FORCE) }
 
 func generation(dirfd int, name string) uint64 { return 1 }
