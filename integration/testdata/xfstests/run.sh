@@ -7,7 +7,7 @@
 # xfstests is built once (make; Debian: apt-get install -y xfslibs-dev
 # uuid-dev libtool-bin automake gcc make pkg-config quota attr acl
 # libattr1-dev libacl1-dev libaio-dev libgdbm-dev liburing-dev libcap-dev
-# xfsprogs e2fsprogs bc psmisc fio libfuse3-dev) into $XFSTESTS_CACHE
+# xfsprogs e2fsprogs bc psmisc fio libfuse3-dev gawk) into $XFSTESTS_CACHE
 # (default ~/.cache/dshfs/xfstests) from the pinned commit $XFSTESTS_COMMIT
 # of $XFSTESTS_GIT: a git directory on this machine or a URL to clone.
 # passthrough_ll is built from $LIBFUSE_GIT at the tag of the installed
@@ -63,6 +63,11 @@ for tool in make cc git pkg-config mkfs.ext4 losetup xfs_io setfacl getfattr fus
 		exit 2
 	}
 done
+# xfstests' filters sort with gawk's asort; Debian's default awk is mawk.
+awk 'BEGIN { split("b a", x); asort(x) }' 2>/dev/null || {
+	echo "xfstests: awk has no asort, which xfstests' filters use (Debian: apt-get install -y gawk)" >&2
+	exit 2
+}
 pkg-config --exists fuse3 || {
 	echo "xfstests: libfuse3's headers not found (Debian: apt-get install -y libfuse3-dev)" >&2
 	exit 2
