@@ -81,7 +81,7 @@ func (s *Store) readForCapture(t Target, at time.Time, w Writer, keep bool) (cha
 		return change{}, err
 	}
 	defer f.Close()
-	c := change{fp: fingerprintOf(fi), size: fi.Size(), writer: w, at: at}
+	c := change{fp: fingerprintOf(fi), size: fi.Size(), writer: w, at: at, statFirst: true}
 	if !s.objects.hashes(fi.Size()) {
 		c.version = unhashedVersion(c.fp)
 		return c, nil
@@ -151,7 +151,8 @@ func (s *Store) grownVersion(f *os.File, data []byte, c change) (change, error) 
 func (s *Store) keptAlready(key string, fi fs.FileInfo, fp fingerprint) (known, unknown bool, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
 		r, found, err := getRecord(tx, key)
-		known = found && r.FP == fp && (!fp.racy(r.Recorded) || s.statProves(fi)) && !r.Version.IsZero() &&
+		known = found && r.FP == fp && (!fp.racy(r.Recorded) || s.mount.statedFirst(key, r) && s.statProves(fi)) &&
+			!r.Version.IsZero() &&
 			(s.objects.present(tx, r.Version) || !s.objects.keeps(fi.Size()))
 		unknown = !found
 		return err
@@ -164,7 +165,7 @@ func (s *Store) keptAlready(key string, fi fs.FileInfo, fp fingerprint) (known, 
 // interval ago, whose bytes that change carries.
 func (s *Store) keptInBatch(key string, fi fs.FileInfo, fp fingerprint) bool {
 	q, ok := s.mount.queuedAs(key)
-	return ok && q.fp == fp && !q.version.IsZero() && (!fp.racy(q.at.UnixNano()) || s.statProves(fi)) &&
+	return ok && q.fp == fp && !q.version.IsZero() && (!fp.racy(q.at.UnixNano()) || q.statFirst && s.statProves(fi)) &&
 		(q.kept || !s.objects.keeps(fi.Size()))
 }
 

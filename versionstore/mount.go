@@ -41,6 +41,9 @@ type Mount struct {
 	// queued is, for each key in pending, what its last queued change
 	// found (queuedAs).
 	queued map[string]queuedFile
+	// stated is, for a key whose record a batch committed within the racy
+	// window from a stat taken before its read, that stat (statedFirst).
+	stated map[string]queuedFile
 	// full asks the flush loop for a commit now: the batch reached its
 	// limit.
 	full chan struct{}
@@ -110,7 +113,7 @@ func (m *Mount) enqueue(key string, c change) {
 	if m.queued == nil {
 		m.queued = make(map[string]queuedFile)
 	}
-	m.queued[key] = queuedFile{fp: c.fp, at: c.at, version: c.version, kept: c.carries()}
+	m.queued[key] = queuedFile{fp: c.fp, at: c.at, version: c.version, kept: c.carries(), statFirst: c.statFirst}
 	n, bytes := len(m.pending), m.pendingBytes
 	m.mu.Unlock()
 	switch {
@@ -154,7 +157,9 @@ func (m *Mount) flush() {
 	for i, p := range batch {
 		keys[i], cs[i] = p.key, p.c
 	}
-	if err := m.s.commit(keys, cs); err != nil {
+	err := m.s.commit(keys, cs)
+	m.noteStatedFirst(batch, err)
+	if err != nil {
 		m.s.logErr("commit mount versions", batch[0].key, err)
 		m.mu.Lock()
 		m.failed++
@@ -212,10 +217,48 @@ func under(key, root string) bool {
 // queuedFile is what a queued change of a file found: its fingerprint, when,
 // its version, and whether the change carries its bytes.
 type queuedFile struct {
-	fp      fingerprint
-	at      time.Time
-	version Version
-	kept    bool
+	fp        fingerprint
+	at        time.Time
+	version   Version
+	kept      bool
+	statFirst bool
+}
+
+// noteStatedFirst remembers, for the racy window, the records the batch
+// committed from a stat taken before their read (statedFirst), and forgets
+// those older than the window.
+func (m *Mount) noteStatedFirst(batch []pendingChange, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	horizon := m.s.now().Add(-racyWindow)
+	for k, st := range m.stated {
+		if st.at.Before(horizon) {
+			delete(m.stated, k)
+		}
+	}
+	if err != nil {
+		return
+	}
+	for _, p := range batch {
+		if p.c.keepOnly || !p.c.statFirst {
+			delete(m.stated, p.key) // a later record of key, or none
+			continue
+		}
+		if m.stated == nil {
+			m.stated = make(map[string]queuedFile)
+		}
+		m.stated[p.key] = queuedFile{fp: p.c.fp, at: p.c.at}
+	}
+}
+
+// statedFirst reports whether r is the record a batch committed from a
+// stat taken before its read: not one the store wrote since (a publish, a
+// restore), whose fingerprint was taken after its write.
+func (m *Mount) statedFirst(key string, r record) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st, ok := m.stated[key]
+	return ok && st.fp == r.FP && st.at.UnixNano() == r.Recorded
 }
 
 // queuedAs is the last change of key waiting in the batch, if any: the

@@ -2,6 +2,7 @@ package versionstore
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -96,5 +97,30 @@ func TestQueuedBytesArePackedByTheirWriter(t *testing.T) {
 	got, err := ts.Object(v)
 	if err != nil || !bytes.Equal(got, zeros) {
 		t.Fatalf("the packed bytes read back: %d bytes, %v", len(got), err)
+	}
+}
+
+// A tool's publish records the stat it takes after its rename: a write
+// straight into the backing directory between the two is in that stat but
+// not in the recorded version. Only a stat taken before the bytes were read
+// proves them (statFirst); this one does not, and the next change through
+// the mount keeps what that write left.
+func TestPreserveKeepsAWriteBetweenAPublishAndItsStat(t *testing.T) {
+	ts := openTestStore(t, func(o *Options) { o.MountBatchInterval = time.Hour })
+	path := filepath.Join(ts.dir, "f")
+	ts.afterPublish = func() {
+		if err := os.WriteFile(path, []byte("outside"), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := ts.WriteText(context.Background(), ts.target("f"), "tool", Intent{}, ToolWriter("a")); err != nil {
+		t.Fatal(err)
+	}
+	ts.afterPublish = nil
+	ts.mount.flush()
+	ts.mount.Preserve("f")
+	ts.mount.flush()
+	if got, err := ts.Object(Sum([]byte("outside"))); err != nil || string(got) != "outside" {
+		t.Fatalf("the bytes written between the publish and its stat were not kept: %q, %v", got, err)
 	}
 }

@@ -144,6 +144,9 @@ type Store struct {
 	// beforePublish, when set by tests, runs between the check and the
 	// publish of a mutation, to stage races deterministically.
 	beforePublish func()
+	// afterPublish, when set by tests, runs between a publish's rename and
+	// the stat its record is made of.
+	afterPublish func()
 	// mergeSyncFault, when set by tests, fails the sync that makes a
 	// merge's files durable.
 	mergeSyncFault error

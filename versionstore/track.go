@@ -27,6 +27,12 @@ type change struct {
 	at      time.Time
 	// data, when set, are the bytes of version, to keep in the object store.
 	data []byte
+	// statFirst: fp was taken before the bytes were read (readForCapture),
+	// so a later equal stat on a filesystem of fine ctimes proves them
+	// unchanged (statProves). A fingerprint taken after the store wrote the
+	// file (a tool's publish, a restore) proves nothing of a write that
+	// landed between the two.
+	statFirst bool
 	// packed, when set, is data as the store keeps them, compressed by the
 	// goroutine that queued the change (packAhead) instead of by the
 	// batch's commit; data is then nil.

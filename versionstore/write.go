@@ -459,6 +459,9 @@ func (s *Store) publishIn(ctx context.Context, d keyDir, t Target, verb string, 
 			return nil, osError(verb, t.Display, err)
 		}
 	}
+	if s.afterPublish != nil {
+		s.afterPublish()
+	}
 	fi, err := d.lstat(d.name)
 	if err != nil {
 		// Published, but it vanished at once: the next access rehashes.
