@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -122,12 +123,15 @@ func (x *branchIndex) opaqueAbove(key string) bool {
 	return false
 }
 
-func (x *branchIndex) whiteouts() []string {
+func (x *branchIndex) whiteouts() []string { return x.marked(entryWhiteout) }
+
+// marked lists, sorted, the keys marked one of kinds.
+func (x *branchIndex) marked(kinds ...string) []string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var out []string
 	for k, kind := range x.entries {
-		if kind == entryWhiteout {
+		if slices.Contains(kinds, kind) {
 			out = append(out, k)
 		}
 	}

@@ -387,7 +387,41 @@ func (v *BranchView) Changes() ([]versionstore.BranchChange, error) {
 			}
 		}
 	}
-	return out, nil
+	return v.hiddenDeletions(out), nil
+}
+
+// hiddenDeletions adds to out a deletion of each regular file of the
+// snapshot that a deleted or opaque directory hides, and that out does not
+// list already (a file of the branch's own there, or a whiteout of its
+// own). A directory's rename drops the whiteouts below its names, so the
+// files below a directory's mark are found from the mark.
+func (v *BranchView) hiddenDeletions(out []versionstore.BranchChange) []versionstore.BranchChange {
+	listed := map[string]bool{}
+	for _, c := range out {
+		listed[c.Key] = true
+	}
+	for _, key := range v.index.marked(entryWhiteout, entryOpaque) {
+		out = v.snapshotFiles(key, listed, out)
+	}
+	return out
+}
+
+// snapshotFiles adds a deletion of each regular file of the snapshot below
+// directory key not listed yet.
+func (v *BranchView) snapshotFiles(key string, listed map[string]bool, out []versionstore.BranchChange) []versionstore.BranchChange {
+	names := map[string]uint32{}
+	v.lowerNames(key, names)
+	for name, mode := range names {
+		k := path.Join(key, name)
+		switch {
+		case mode == syscall.S_IFDIR:
+			out = v.snapshotFiles(k, listed, out)
+		case mode == syscall.S_IFREG && !listed[k]:
+			listed[k] = true
+			out = append(out, versionstore.BranchChange{Key: k})
+		}
+	}
+	return out
 }
 
 // upperFiles adds to keys the regular files below directory key of the
