@@ -252,12 +252,18 @@ func (v *BranchView) removeUpper(key string, dir bool) error {
 		return err
 	}
 	defer a.close()
-	v.forgetUpper(a)
+	ino, last := lastName(a)
 	flags := 0
 	if dir {
 		flags = unix.AT_REMOVEDIR
 	}
-	return unix.Unlinkat(a.dir, a.name, flags)
+	if err := unix.Unlinkat(a.dir, a.name, flags); err != nil {
+		return err // the file keeps its name, and its number
+	}
+	if last {
+		v.forgetUpperIno(ino)
+	}
+	return nil
 }
 
 var _ = (fs.NodeLinker)((*bnode)(nil))

@@ -133,10 +133,16 @@ func (v *BranchView) renameUpper(from, to string) syscall.Errno {
 		return errno
 	}
 	defer dst.close()
-	var st, old unix.Stat_t
-	if unix.Fstatat(src.dir, src.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil &&
-		unix.Fstatat(dst.dir, dst.name, &old, unix.AT_SYMLINK_NOFOLLOW) == nil && old.Ino != st.Ino {
-		v.forgetUpper(dst)
+	var st unix.Stat_t
+	replaced, last := lastName(dst)
+	if unix.Fstatat(src.dir, src.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || replaced == st.Ino {
+		last = false // nothing replaced, or a name of the same file
 	}
-	return toErrno(unix.Renameat(src.dir, src.name, dst.dir, dst.name))
+	if err := unix.Renameat(src.dir, src.name, dst.dir, dst.name); err != nil {
+		return toErrno(err)
+	}
+	if last {
+		v.forgetUpperIno(replaced)
+	}
+	return 0
 }

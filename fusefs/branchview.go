@@ -471,17 +471,22 @@ func (v *BranchView) number(key string, upper bool, st *unix.Stat_t) uint64 {
 	return ino
 }
 
-// forgetUpper forgets the number of the upper file about to be removed
-// (rel, below the directory a) when it is its last name: the layer may
-// give its inode to a file made later.
-func (v *BranchView) forgetUpper(a at) {
-	var st unix.Stat_t
-	if unix.Fstatat(a.dir, a.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Nlink > 1 && st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return
-	}
+// forgetUpperIno forgets the number of the upper file of inode ino, whose
+// last name is gone: the layer may give its inode to a file made later.
+func (v *BranchView) forgetUpperIno(ino uint64) {
 	v.inoMu.Lock()
 	defer v.inoMu.Unlock()
-	delete(v.upperIno, st.Ino)
+	delete(v.upperIno, ino)
+}
+
+// lastName reports the inode of the upper file a names, and whether a is
+// its last name (a directory has one).
+func lastName(a at) (ino uint64, last bool) {
+	var st unix.Stat_t
+	if unix.Fstatat(a.dir, a.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return 0, false
+	}
+	return st.Ino, st.Nlink <= 1 || st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
 // pathIno is key's number by path; inoMu is held.
