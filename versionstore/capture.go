@@ -173,8 +173,9 @@ func (s *Store) keptInBatch(key string, fi fs.FileInfo, fp fingerprint) bool {
 // proves the file unchanged since, however soon after the recording: on a
 // filesystem with fine ctimes (probeFineCtime), any change after the
 // recording's stat moved the ctime. Elsewhere a fingerprint close to its
-// recording is racy (fingerprint.go). Only the bytes kept before a change
-// rely on it: the recording's stat comes before its read there.
+// recording is racy (fingerprint.go). It is asked only of fingerprints
+// taken before their bytes were read (change.statFirst, Mount.statedFirst),
+// and only before a change, for whether its bytes are kept.
 func (s *Store) statProves(fi fs.FileInfo) bool {
 	dev, ok := deviceOf(fi)
 	return ok && s.fineCtime && dev == s.fineDev
