@@ -145,16 +145,8 @@ var _ = (fs.NodeMkdirer)((*bnode)(nil))
 
 func (n *bnode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	key := n.childKey(name)
-	if _, err := n.v.resolve(key); err == nil {
-		return nil, syscall.EEXIST
-	}
-	a, errno := n.v.upperAt(key)
-	if errno != 0 {
+	if errno := n.v.makeUpper(key, func(dir int, name string) error { return unix.Mkdirat(dir, name, mode) }); errno != 0 {
 		return nil, errno
-	}
-	defer a.close()
-	if err := unix.Mkdirat(a.dir, a.name, mode); err != nil {
-		return nil, toErrno(err)
 	}
 	if n.v.index.get(key) == entryWhiteout {
 		n.v.index.set(key, entryOpaque) // a new directory: nothing of the old one shows
@@ -166,16 +158,8 @@ var _ = (fs.NodeSymlinker)((*bnode)(nil))
 
 func (n *bnode) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	key := n.childKey(name)
-	if _, err := n.v.resolve(key); err == nil {
-		return nil, syscall.EEXIST
-	}
-	a, errno := n.v.upperAt(key)
-	if errno != 0 {
+	if errno := n.v.makeUpper(key, func(dir int, name string) error { return unix.Symlinkat(target, dir, name) }); errno != 0 {
 		return nil, errno
-	}
-	defer a.close()
-	if err := unix.Symlinkat(target, a.dir, a.name); err != nil {
-		return nil, toErrno(err)
 	}
 	n.v.unwhite(key)
 	return n.child(ctx, key, out)
@@ -187,16 +171,8 @@ var _ = (fs.NodeMknoder)((*bnode)(nil))
 // in the branch's own layer. A merge leaves it out: it is not a regular file.
 func (n *bnode) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	key := n.childKey(name)
-	if _, err := n.v.resolve(key); err == nil {
-		return nil, syscall.EEXIST
-	}
-	a, errno := n.v.upperAt(key)
-	if errno != 0 {
+	if errno := n.v.makeUpper(key, func(dir int, name string) error { return mknodat(dir, name, mode, int(dev)) }); errno != 0 {
 		return nil, errno
-	}
-	defer a.close()
-	if err := mknodat(a.dir, a.name, mode, int(dev)); err != nil {
-		return nil, toErrno(err)
 	}
 	n.v.unwhite(key)
 	return n.child(ctx, key, out)
@@ -288,15 +264,39 @@ func (n *bnode) Link(ctx context.Context, target fs.InodeEmbedder, name string, 
 
 // linkUpper links the upper file from to the name to.
 func (v *BranchView) linkUpper(from, to string) syscall.Errno {
-	src, err := atBeneath(v.upper, from)
-	if err != nil {
-		return toErrno(err)
-	}
-	defer src.close()
-	dst, errno := v.upperAt(to)
+	src, dst, errno := v.upperPair(from, to)
 	if errno != 0 {
 		return errno
 	}
+	defer src.close()
 	defer dst.close()
 	return toErrno(unix.Linkat(src.dir, src.name, dst.dir, dst.name, 0))
+}
+
+// makeUpper makes the entry key, absent from the view, in the upper
+// layer with mk, given the directory to make it in and its name there.
+func (v *BranchView) makeUpper(key string, mk func(dir int, name string) error) syscall.Errno {
+	if _, err := v.resolve(key); err == nil {
+		return syscall.EEXIST
+	}
+	a, errno := v.upperAt(key)
+	if errno != 0 {
+		return errno
+	}
+	defer a.close()
+	return toErrno(mk(a.dir, a.name))
+}
+
+// upperPair opens the places of the upper file from, and of the name to
+// (its parents made); the caller closes both.
+func (v *BranchView) upperPair(from, to string) (src, dst at, errno syscall.Errno) {
+	src, err := atBeneath(v.upper, from)
+	if err != nil {
+		return at{}, at{}, toErrno(err)
+	}
+	if dst, errno = v.upperAt(to); errno != 0 {
+		src.close()
+		return at{}, at{}, errno
+	}
+	return src, dst, 0
 }

@@ -123,15 +123,11 @@ func (v *BranchView) snapshotShows(key string) bool {
 // renameUpper renames the upper file from to to, forgetting the number
 // of a file it replaces.
 func (v *BranchView) renameUpper(from, to string) syscall.Errno {
-	src, err := atBeneath(v.upper, from)
-	if err != nil {
-		return toErrno(err)
-	}
-	defer src.close()
-	dst, errno := v.upperAt(to)
+	src, dst, errno := v.upperPair(from, to)
 	if errno != 0 {
 		return errno
 	}
+	defer src.close()
 	defer dst.close()
 	var st unix.Stat_t
 	replaced, last := lastName(dst)
